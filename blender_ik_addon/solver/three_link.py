@@ -1,0 +1,210 @@
+"""Seed 000: the three-link solve in 3D, in the armature's space (Blender: z up, bones along +Y).
+
+For a chain based at ``O`` with lengths ``l1, l2, l3``, a target ``E`` and a unit up vector ``û`` that
+the last link must point along:
+
+1. Wrist: ``P_T = E - l3·û`` (seed 000). The last link then runs from ``P_T`` to ``E`` along ``û``.
+2. Bend plane through ``O`` and ``P_T``. Seed 000 picks it in two steps, a yaw ``θy`` about the up
+   axis and a roll ``β``; the roll has to turn about the base→wrist line, or the wrist leaves its
+   target (seeds/README.md), so here the plane is built directly: its in-plane axes are
+   ``a = (P_T - O)/|P_T - O|`` and ``b`` ⟂ ``a``, the side the middle joint goes to, with normal
+   ``n = a × b``. ``'TARGET'``: ``b`` is ``û``'s part perpendicular to ``a`` (so ``û`` lies in the plane
+   and all three links are coplanar); ``'POLE'``: the same with ``pole - O``. ``bend_toward=False``
+   flips ``b`` (the middle joint goes to the other side).
+3. Seed 001 in that plane with the target at ``(|P_T - O|, 0)``: ``θ0`` from ``a`` toward ``b``, the
+   elbow's exterior angle ``θ1``; the closest pose when out of reach.
+4. The wrist angle ``θ2`` is the turn from link 2 to ``û``, in the same sense as ``θ1``.
+
+When the plane is undefined (``û`` or the pole along the base→wrist line, or the wrist on the base)
+the caller's ``fallback_normal`` (the previous sample's ``normal``, or the rest pose's) is used, made
+perpendicular to ``a``; the answer is always finite. For display, ``yaw`` is the azimuth of ``a``
+about +Z (from +X toward +Y), ``elevation`` its angle above the XY plane and ``roll`` (``β``) the turn
+about ``a`` from the vertical plane through ``a`` to the bend plane.
+"""
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _ops
+from ._ops import add, combine, cross, dot, norm, normalize_or, reject, scale, sub
+from ._validate import as_float_array
+from .errors import SolverInputError
+from .two_bone import two_bone_core
+
+PLANES = ("TARGET", "POLE")
+# |P_T - O| at or below this fraction of the chain's size counts as "the wrist is on the base".
+_AXIS_TOLERANCE = 1e-12
+# A reference (û or the pole) within this angle-ish of the base→wrist line leaves the plane undefined.
+_PLANE_TOLERANCE = 1e-9
+# Samples per pass in a batch: each temporary array stays in the CPU cache.
+_CHUNK = 4096
+
+
+class ThreeLinkSolution(NamedTuple):
+    """The solved chain; leading dimensions are the samples' (none for a single sample)."""
+
+    directions: np.ndarray  # (..., 3, 3): unit direction of links 1, 2, 3
+    joints: np.ndarray  # (..., 4, 3): base O, middle joint, wrist, tip
+    normal: np.ndarray  # (..., 3): bend-plane normal n = a × b
+    reachable: np.ndarray  # (...): the tip reached the target
+    miss: np.ndarray  # (...): distance from the tip to the target (0 where reachable)
+    degenerate: np.ndarray  # (...): the plane was undefined and the fallback normal was used
+    yaw: np.ndarray  # θy
+    elevation: np.ndarray
+    theta0: np.ndarray  # θ0: link 1 from the base→wrist line, toward the middle joint's side
+    theta1: np.ndarray  # θ1: exterior angle at the middle joint (0 = straight)
+    theta2: np.ndarray  # θ2: wrist angle, link 2 to link 3, same sense as θ1
+    roll: np.ndarray  # β
+
+
+def _core(ops, base, l1, l2, l3, target, up, reference, sign, fallback):
+    """The solve, on component tuples (see _ops). ``sign`` is +1 toward the reference, -1 away."""
+    wrist_target = combine(target, 1.0, up, -l3)
+    base_to_wrist = sub(wrist_target, base)
+    distance = norm(ops, base_to_wrist)
+    size = l1 + l2 + l3 + distance
+
+    # The wrist on the base: lay the line along û within the fallback plane.
+    axis, has_axis = normalize_or(
+        ops, base_to_wrist,
+        lambda: normalize_or(ops, reject(up, fallback), lambda: _ops.any_perpendicular(ops, fallback))[0],
+        size, _AXIS_TOLERANCE)
+
+    side, has_side = normalize_or(ops, reject(reference, axis), lambda: (0.0, 0.0, 0.0), norm(ops, reference),
+                                  _PLANE_TOLERANCE)
+    has_plane = has_side & has_axis
+    normal = _ops.choose(
+        ops, has_plane, cross(axis, scale(side, sign)),
+        lambda: normalize_or(ops, reject(fallback, axis), lambda: _ops.any_perpendicular(ops, axis))[0])
+    in_plane = cross(normal, axis)
+
+    # Seed 001 with the target on +a and the middle joint on +b: angle2 ≤ 0 puts it there.
+    angle1, angle2, reachable, (cos1, sin1), (cos2, sin2) = two_bone_core(
+        ops, l1, l2, distance, distance * 0.0, -1.0)
+    link1 = combine(axis, cos1, in_plane, sin1)
+    link2 = combine(axis, cos1 * cos2 - sin1 * sin2, in_plane, sin1 * cos2 + cos1 * sin2)
+    elbow = add(base, scale(link1, l1))
+    wrist = add(elbow, scale(link2, l2))
+    tip = add(wrist, scale(up, l3))
+    miss = norm(ops, sub(tip, target))
+
+    horizontal = ops.sqrt(axis[0] * axis[0] + axis[1] * axis[1])
+    vertical_normal, _ = normalize_or(ops, (axis[1], -axis[0], axis[2] * 0.0),
+                                      lambda: _ops.any_perpendicular(ops, axis))
+    angles = (
+        ops.atan2(axis[1], axis[0]),
+        ops.atan2(axis[2], horizontal),
+        angle1,
+        -angle2,
+        ops.atan2(dot(cross(up, link2), normal), dot(link2, up)),
+        ops.atan2(dot(cross(vertical_normal, normal), axis), dot(vertical_normal, normal)),
+    )
+    return (link1, link2, up), (base, elbow, wrist, tip), normal, reachable, miss, ops.logical_not(has_plane), angles
+
+
+def _check(lengths_finite, lengths_min, points_finite, up_length, fallback_length):
+    """The shared verdict on validated quantities (floats or numpy reductions)."""
+    if not lengths_finite:
+        raise SolverInputError("link lengths must be finite")
+    if lengths_min < 0.0:
+        raise SolverInputError(f"link lengths must not be negative (got {lengths_min:g})")
+    for name, finite in points_finite.items():
+        if not finite:
+            raise SolverInputError(f"{name} must be finite (got NaN or infinity)")
+    if not up_length > 0.0:
+        raise SolverInputError("the up vector is zero: give the target a non-zero scale on its up axis")
+    if not fallback_length > 0.0:
+        raise SolverInputError("the fallback normal is zero")
+
+
+def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, bend_toward=True,
+                     fallback_normal=(1.0, 0.0, 0.0)):
+    """Solve a three-link chain so its tip reaches ``target`` and its last link points along ``up``.
+
+    ``base``, ``target``, ``up``, ``pole`` and ``fallback_normal`` are points/vectors of shape
+    ``(..., 3)``; ``lengths`` is ``(..., 3)`` (``l1, l2, l3``); ``bend_toward`` is a bool (or array):
+    the middle joint goes to the side of the base→wrist line that ``up`` (``'TARGET'``) or the pole
+    (``'POLE'``) is on, or the other side. Everything broadcasts over the leading dimensions. ``up``
+    need not be unit length. Raises :class:`SolverInputError` on invalid input.
+    """
+    if plane not in PLANES:
+        raise SolverInputError(f"plane must be one of {PLANES}, not {plane!r}")
+    if plane == "POLE" and pole is None:
+        raise SolverInputError("plane 'POLE' needs a pole point")
+    points = {"base": base, "target": target, "up vector": up, "fallback normal": fallback_normal}
+    if plane == "POLE":
+        points["pole"] = pole
+    points = {name: as_float_array(value, name) for name, value in points.items()}
+    lengths = as_float_array(lengths, "lengths")
+    for name, array in list(points.items()) + [("lengths", lengths)]:
+        if array.ndim == 0 or array.shape[-1] != 3:
+            raise SolverInputError(f"{name} must have 3 components (shape (..., 3)); got shape {array.shape}")
+    bend = np.asarray(bend_toward, dtype=bool)
+    batch = np.broadcast_shapes(bend.shape, lengths.shape[:-1], *(array.shape[:-1] for array in points.values()))
+    if batch == ():
+        return _solve_single(plane, lengths, points, bool(bend))
+    return _solve_batch(plane, lengths, points, bend, batch)
+
+
+def _solve_single(plane, lengths, points, bend):
+    """One sample: plain floats through the same math (see _ops)."""
+    l1, l2, l3 = lengths.tolist()
+    vectors = {name: tuple(array.tolist()) for name, array in points.items()}
+    up, fallback = vectors["up vector"], vectors["fallback normal"]
+    up_length, fallback_length = math.sqrt(dot(up, up)), math.sqrt(dot(fallback, fallback))
+    _check(math.isfinite(l1 + l2 + l3), min(l1, l2, l3),
+           {name: all(map(math.isfinite, vector)) for name, vector in vectors.items()}, up_length, fallback_length)
+    base = vectors["base"]
+    up = scale(up, 1.0 / up_length)
+    reference = sub(vectors["pole"], base) if plane == "POLE" else up
+    links, joints, normal, reachable, miss, degenerate, angles = _core(
+        _ops.FLOAT, base, l1, l2, l3, vectors["target"], up, reference, 1.0 if bend else -1.0,
+        scale(fallback, 1.0 / fallback_length))
+    return ThreeLinkSolution(
+        np.array(links), np.array(joints), np.array(normal), np.bool_(reachable), np.float64(miss),
+        np.bool_(degenerate), *map(np.float64, angles))
+
+
+def _solve_batch(plane, lengths, points, bend, batch):
+    """A batch: contiguous component rows, in chunks that stay in the CPU cache (temporaries the size
+    of a whole large batch would each be a fresh, page-faulting allocation)."""
+    count = math.prod(batch)
+    names = ["base", "target", "up vector", "fallback normal"] + (["pole"] if plane == "POLE" else [])
+    rows = {name: np.ascontiguousarray(np.broadcast_to(points[name], batch + (3,)).reshape(count, 3).T)
+            for name in names}
+    rows["lengths"] = np.ascontiguousarray(np.broadcast_to(lengths, batch + (3,)).reshape(count, 3).T)
+    up_length = np.sqrt(dot(rows["up vector"], rows["up vector"]))
+    fallback_length = np.sqrt(dot(rows["fallback normal"], rows["fallback normal"]))
+    _check(bool(np.isfinite(rows["lengths"]).all()), rows["lengths"].min(initial=0.0),
+           {name: bool(np.isfinite(points[name]).all()) for name in names},
+           up_length.min(initial=1.0), fallback_length.min(initial=1.0))
+    rows["up vector"] = rows["up vector"] / up_length
+    rows["fallback normal"] = rows["fallback normal"] / fallback_length
+    sign = np.ascontiguousarray(np.broadcast_to(np.where(bend, 1.0, -1.0), batch).reshape(count))
+
+    out_vectors = np.empty((5, 3, count))  # link 1, link 2, middle joint, wrist, tip; the normal last
+    out_normal = np.empty((3, count))
+    out_scalars = np.empty((9, count))
+    for start in range(0, count, _CHUNK):
+        part = slice(start, min(start + _CHUNK, count))
+        base, target, up, fallback, lengths_part = (
+            tuple(rows[name][:, part]) for name in ("base", "target", "up vector", "fallback normal", "lengths"))
+        reference = sub(tuple(rows["pole"][:, part]), base) if plane == "POLE" else up
+        links, joints, normal, reachable, miss, degenerate, angles = _core(
+            _ops.NUMPY, base, *lengths_part, target, up, reference, sign[part], fallback)
+        for index, vector in enumerate(links[:2] + joints[1:]):
+            for axis in range(3):
+                out_vectors[index, axis, part] = vector[axis]
+        for axis in range(3):
+            out_normal[axis, part] = normal[axis]
+        for index, value in enumerate((reachable, miss, degenerate) + angles):
+            out_scalars[index, part] = value
+
+    vectors = out_vectors.transpose(2, 0, 1)  # (count, 5, 3)
+    directions = np.concatenate([vectors[:, 0:2], rows["up vector"].T[:, None, :]], axis=1)
+    joints = np.concatenate([rows["base"].T[:, None, :], vectors[:, 2:5]], axis=1)
+    scalars = [out_scalars[i].reshape(batch) for i in range(9)]
+    return ThreeLinkSolution(
+        directions.reshape(batch + (3, 3)), joints.reshape(batch + (4, 3)), out_normal.T.reshape(batch + (3,)),
+        scalars[0].astype(bool), scalars[1], scalars[2].astype(bool), *scalars[3:])

@@ -1,0 +1,213 @@
+"""Seed 000's 3D three-link solve: tip on target, last link along û, bend plane, pole, both bends,
+closest pose, degenerate planes, batch == single calls, the seed's angles, bad input."""
+import math
+
+import numpy as np
+import pytest
+
+from blender_ik_addon.solver import SolverInputError, solve_planar_three_link, solve_three_link, wrap_angle
+
+N = 5000
+ANGLES = ("yaw", "elevation", "theta0", "theta1", "theta2", "roll")
+
+
+def unit(v):
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def dot(a, b):
+    return np.einsum("...i,...i->...", a, b)
+
+
+def rotate(v, axis, angle):
+    """Rodrigues: ``v`` turned by ``angle`` about the unit ``axis``."""
+    c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
+    return v * c + np.cross(axis, v) * s + axis * dot(axis, v)[..., None] * (1 - c)
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(11)
+    base = rng.normal(0, 2, (N, 3))
+    lengths = rng.uniform(0.1, 2.0, (N, 3))
+    target = base + rng.normal(0, 1.5, (N, 3))
+    up = rng.normal(0, 1, (N, 3)) * rng.uniform(0.2, 3.0, (N, 1))  # not unit on purpose
+    return base, lengths, target, up
+
+
+def check_chain(solution, base, lengths, target, up):
+    """What holds for every answer, reached or not."""
+    directions, joints = solution.directions, solution.joints
+    np.testing.assert_allclose(np.linalg.norm(directions, axis=-1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(directions[..., 2, :], unit(up), atol=1e-12)  # last link along û, always
+    np.testing.assert_allclose(joints[..., 0, :], base, atol=1e-12)
+    for i in range(3):
+        np.testing.assert_allclose(joints[..., i + 1, :] - joints[..., i, :],
+                                   directions[..., i, :] * lengths[..., i, None], atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(solution.normal, axis=-1), 1.0, atol=1e-12)
+    # Links 1 and 2 (the hinge) always lie in the bend plane.
+    assert np.abs(dot(directions[..., :2, :], solution.normal[..., None, :])).max() < 1e-12
+    np.testing.assert_allclose(solution.miss, np.linalg.norm(joints[..., 3, :] - target, axis=-1), atol=1e-12)
+    for field in solution:
+        assert np.all(np.isfinite(field))
+
+
+@pytest.mark.parametrize("bend_toward", [True, False])
+def test_target_plane_tip_on_target_last_link_along_up_all_coplanar(problem, bend_toward):
+    base, lengths, target, up = problem
+    solution = solve_three_link(base, lengths, target, up, bend_toward=bend_toward)
+    check_chain(solution, base, lengths, target, up)
+    reached = solution.reachable
+    assert reached.sum() > N // 4 and (~reached).sum() > N // 10
+    scale = lengths.sum(-1) + np.linalg.norm(target - base, axis=-1)
+    assert np.all(solution.miss[reached] < 1e-12 * scale[reached])
+    # 'TARGET': û lies in the bend plane, so every joint does.
+    assert np.abs(dot(unit(up), solution.normal)).max() < 1e-12
+    offsets = solution.joints - base[:, None, :]
+    assert np.abs(dot(offsets, solution.normal[:, None, :])).max() < 1e-11
+    # Bend side: the middle joint is on û's side of the base→wrist line (or the other side).
+    wrist = target - unit(up) * lengths[:, 2:3]
+    axis = unit(wrist - base)
+    up_side = unit(up) - axis * dot(unit(up), axis)[:, None]
+    elbow_side = dot(offsets[:, 1], up_side)
+    bent = lengths[:, 0] * np.sin(solution.theta0) > 1e-6  # the middle joint off the base→wrist line
+    assert np.all((elbow_side[bent] > 0) == bend_toward)
+
+
+def test_reach_flag_and_closest_pose(problem):
+    base, lengths, target, up = problem
+    solution = solve_three_link(base, lengths, target, up)
+    wrist = target - unit(up) * lengths[:, 2:3]
+    distance = np.linalg.norm(wrist - base, axis=-1)
+    l1, l2 = lengths[:, 0], lengths[:, 1]
+    gap = np.maximum.reduce([distance - (l1 + l2), np.abs(l1 - l2) - distance, np.zeros(N)])
+    np.testing.assert_array_equal(solution.reachable, gap <= 1e-10 * (l1 + l2))
+    # The last link keeps û, so the best the tip can do is the wrist's gap to its ring.
+    np.testing.assert_allclose(solution.miss, gap, atol=1e-11)
+
+
+def test_pole_plane_puts_the_middle_joint_on_the_pole_side(problem):
+    base, lengths, target, up = problem
+    rng = np.random.default_rng(5)
+    pole = base + rng.normal(0, 3, (N, 3))
+    solution = solve_three_link(base, lengths, target, up, plane="POLE", pole=pole)
+    check_chain(solution, base, lengths, target, up)
+    reached = solution.reachable
+    assert np.all(solution.miss[reached] < 1e-11)
+    # Base, middle joint, wrist and pole in one plane; the middle joint on the pole's side.
+    wrist = solution.joints[:, 2]
+    assert np.abs(dot(pole - base, solution.normal)).max() < 1e-11
+    axis = unit(wrist - base)
+    pole_side = (pole - base) - axis * dot(pole - base, axis)[:, None]
+    bent = lengths[:, 0] * np.sin(solution.theta0) > 1e-6
+    assert np.all(dot(solution.joints[bent, 1] - base[bent], pole_side[bent]) > 0)
+    away = solve_three_link(base, lengths, target, up, plane="POLE", pole=pole, bend_toward=False)
+    assert np.all(dot(away.joints[bent, 1] - base[bent], pole_side[bent]) < 0)
+
+
+def test_in_the_bend_plane_it_is_seed_002(problem):
+    """Seeds 000 and 002 agree: the 3D answer, in plane coordinates, is the planar answer."""
+    base, lengths, target, up = problem
+    s = solve_three_link(base, lengths, target, up)
+    axis = unit(s.joints[:, 2] - base)
+    side = np.cross(s.normal, axis)
+    local = target - base
+    phi = np.arctan2(dot(unit(up), side), dot(unit(up), axis))
+    q0, q1, q2, reachable = solve_planar_three_link(*lengths.T, dot(local, axis), dot(local, side), phi, False)
+    np.testing.assert_array_equal(reachable, s.reachable)
+    ok = s.reachable
+    np.testing.assert_allclose(wrap_angle(q0 - s.theta0)[ok], 0.0, atol=1e-9)
+    np.testing.assert_allclose(wrap_angle(q1 + s.theta1)[ok], 0.0, atol=1e-9)
+    np.testing.assert_allclose(wrap_angle(q2 + s.theta2)[ok], 0.0, atol=1e-9)
+
+
+def test_the_seeds_angles_rebuild_the_chain(problem):
+    """Yaw, elevation and roll place the bend plane; θ0, θ1, θ2 turn the links within it (seed 000's order)."""
+    base, lengths, target, up = problem
+    s = solve_three_link(base, lengths, target, up)
+    axis = np.stack([np.cos(s.elevation) * np.cos(s.yaw), np.cos(s.elevation) * np.sin(s.yaw),
+                     np.sin(s.elevation)], -1)
+    np.testing.assert_allclose(axis, unit(s.joints[:, 2] - base), atol=1e-9)
+    vertical_normal = unit(np.stack([np.sin(s.yaw), -np.cos(s.yaw), np.zeros(N)], -1))
+    normal = rotate(vertical_normal, axis, s.roll)
+    np.testing.assert_allclose(normal, s.normal, atol=1e-9)
+    link1 = rotate(axis, normal, s.theta0)
+    link2 = rotate(link1, normal, -s.theta1)
+    link3 = rotate(link2, normal, -s.theta2)
+    np.testing.assert_allclose(link1, s.directions[:, 0], atol=1e-9)
+    np.testing.assert_allclose(link2, s.directions[:, 1], atol=1e-9)
+    np.testing.assert_allclose(link3, s.directions[:, 2], atol=1e-9)
+
+
+def test_degenerate_planes_use_the_fallback_and_stay_finite():
+    base = np.zeros(3)
+    lengths = np.array([1.0, 1.0, 0.5])
+    fallback = np.array([0.3, 0.0, 1.0])
+    up = np.array([1.0, 0.0, 0.0])
+    # û along the base→wrist line.
+    along = solve_three_link(base, lengths, [2.0, 0.0, 0.0], up, fallback_normal=fallback)
+    assert along.degenerate and along.reachable and along.miss < 1e-12
+    np.testing.assert_allclose(along.normal, [0.0, 0.0, 1.0], atol=1e-12)  # fallback made ⟂ to the line
+    # Fallback itself along the line: any perpendicular, still finite.
+    worst = solve_three_link(base, lengths, [2.0, 0.0, 0.0], up, fallback_normal=up)
+    assert worst.degenerate and worst.reachable and abs(dot(worst.normal, up)) < 1e-12
+    # The wrist on the base (target one l3 along û from it): folded, on target, finite.
+    on_base = solve_three_link(base, lengths, [0.5, 0.0, 0.0], up, fallback_normal=fallback)
+    assert on_base.degenerate and on_base.reachable and on_base.miss < 1e-12
+    # Pole on the line.
+    pole = solve_three_link(base, lengths, [1.0, 1.0, 0.0], [0, 0, 1.0], plane="POLE", pole=[2, 2, -1.0],
+                            fallback_normal=fallback)
+    assert pole.degenerate and pole.reachable and pole.miss < 1e-12
+    # Unequal lengths with the wrist on the base: out of reach, closest pose, finite.
+    short = solve_three_link(base, [1.0, 0.4, 0.5], [0.0, 0.0, 0.5], [0, 0, 1.0])
+    assert not short.reachable and short.miss == pytest.approx(0.6)
+    for solution in (along, worst, on_base, pole, short):
+        for field in solution:
+            assert np.all(np.isfinite(field))
+
+
+def test_batch_equals_single_calls_and_broadcasts(problem):
+    base, lengths, target, up = (a[:200].copy() for a in problem)
+    up[::10] = target[::10] - base[::10]  # some degenerate planes in the mix
+    bend = np.arange(200) % 3 == 0
+    fallback = np.tile([0.0, 1.0, 0.0], (200, 1))
+    batch = solve_three_link(base, lengths, target, up, bend_toward=bend, fallback_normal=fallback)
+    assert batch.degenerate[::10].all()
+    for i in range(200):
+        single = solve_three_link(base[i], lengths[i], target[i], up[i], bend_toward=bool(bend[i]),
+                                  fallback_normal=fallback[i])
+        for name, a, b in zip(single._fields, single, batch):
+            if name in ANGLES:  # ±π is the same angle
+                a, b = wrap_angle(a - b[i]), 0.0
+            else:
+                b = b[i]
+            np.testing.assert_allclose(a, b, atol=1e-12, err_msg=name)
+    # One base and one set of lengths for many targets.
+    shared = solve_three_link(base[0], lengths[0], target, up)
+    assert shared.directions.shape == (200, 3, 3) and shared.joints.shape == (200, 4, 3)
+    grid = solve_three_link(base[0], lengths[0], target.reshape(20, 10, 3), up.reshape(20, 10, 3))
+    assert grid.directions.shape == (20, 10, 3, 3) and grid.reachable.shape == (20, 10)
+    np.testing.assert_allclose(grid.directions.reshape(200, 3, 3), shared.directions, atol=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(up=[0.0, 0.0, 0.0]), "up vector is zero"),
+    (dict(target=[float("nan"), 0, 0]), "target must be finite"),
+    (dict(base=[0, float("inf"), 0]), "base must be finite"),
+    (dict(lengths=[1.0, -1.0, 1.0]), "negative"),
+    (dict(lengths=[1.0, float("nan"), 1.0]), "finite"),
+    (dict(lengths=[1.0, 1.0]), "3 components"),
+    (dict(plane="SIDE"), "plane must be one of"),
+    (dict(plane="POLE"), "needs a pole"),
+    (dict(plane="POLE", pole=[0, 0, float("nan")]), "pole must be finite"),
+])
+@pytest.mark.parametrize("batched", [False, True])
+def test_invalid_input_is_refused_with_a_clear_message(kwargs, message, batched):
+    arguments = dict(base=[0.0, 0.0, 0.0], lengths=[1.0, 1.0, 1.0], target=[1.0, 1.0, 1.0], up=[0.0, 0.0, 1.0])
+    arguments.update(kwargs)
+    if batched:
+        arguments = {k: (np.tile(v, (4, 1)) if k in ("base", "target", "up", "lengths", "pole") else v)
+                     for k, v in arguments.items()}
+    with pytest.raises(SolverInputError, match=message):
+        solve_three_link(arguments.pop("base"), arguments.pop("lengths"), arguments.pop("target"),
+                         arguments.pop("up"), **arguments)
