@@ -10,3 +10,43 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(_SANDBOX, "cache")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def blender():
+    """An empty Blender file with the add-on registered; unregistered again afterwards."""
+    import bpy
+
+    import blender_ik_addon
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    blender_ik_addon.register()
+    try:
+        yield bpy
+    finally:
+        blender_ik_addon.unregister()
+
+
+def _python_handlers():
+    bpy = sys.modules.get("bpy")
+    if bpy is None:
+        return []
+    found = []
+    for name in dir(bpy.app.handlers):
+        handlers = getattr(bpy.app.handlers, name)
+        if isinstance(handlers, list):
+            found += [(name, handler) for handler in handlers if callable(handler)]
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No Python function may stay in bpy.app.handlers at exit: bpy 4.2 crashes and 4.5 hangs on it."""
+    leftovers = _python_handlers()
+    if leftovers:
+        bpy = sys.modules["bpy"]
+        for name, handler in leftovers:
+            getattr(bpy.app.handlers, name).remove(handler)
+        print(f"\nERROR: handlers left in bpy.app.handlers: {[(n, getattr(h, '__name__', h)) for n, h in leftovers]}")
+        session.exitstatus = 1
