@@ -1,0 +1,143 @@
+"""Rotation matrices to Blender's rotation channels, vectorised (numpy only, no bpy).
+
+Blender's conventions: quaternions are ``(w, x, y, z)``; Euler order ``'XYZ'`` means X is applied first,
+so ``R = Rz·Ry·Rx``; axis-angle is ``(angle, x, y, z)``. The Euler conversion is Blender's own
+``mat3_normalized_to_eulO`` (both of its solutions), written for arrays of matrices.
+
+Continuity for keys: quaternions keep the hemisphere of their predecessor; Euler triples take, of the
+two equivalent solutions, the one nearest the previous key, each angle within π of it.
+"""
+import math
+
+import numpy as np
+
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+# Blender's RotOrderInfo: the axes (i, j, k) and the parity of each order.
+_EULER_AXES = {"XYZ": (0, 1, 2, False), "XZY": (0, 2, 1, True), "YXZ": (1, 0, 2, True),
+               "YZX": (1, 2, 0, False), "ZXY": (2, 0, 1, False), "ZYX": (2, 1, 0, True)}
+_GIMBAL = 16.0 * np.finfo(np.float32).eps
+
+
+def channel_count(mode):
+    return 3 if mode in EULER_ORDERS else 4
+
+
+def matrix_to_quaternion(matrix):
+    """(..., 3, 3) rotation matrices -> (..., 4) unit quaternions (w, x, y, z), w >= 0."""
+    m = np.asarray(matrix, dtype=np.float64)
+    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    # Shepperd: build from the largest of (w, x, y, z) for accuracy everywhere.
+    candidates = np.stack([1.0 + trace,
+                           1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+                           1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
+                           1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1)
+    best = np.argmax(candidates, -1)
+    q = np.empty(m.shape[:-2] + (4,))
+    s = np.sqrt(np.maximum(np.take_along_axis(candidates, best[..., None], -1)[..., 0], 1e-300)) * 2.0
+    yz, zy, zx, xz, xy, yx = (m[..., 1, 2], m[..., 2, 1], m[..., 2, 0], m[..., 0, 2], m[..., 0, 1], m[..., 1, 0])
+    options = [
+        (0.25 * s, (zy - yz) / s, (xz - zx) / s, (yx - xy) / s),
+        ((zy - yz) / s, 0.25 * s, (xy + yx) / s, (xz + zx) / s),
+        ((xz - zx) / s, (xy + yx) / s, 0.25 * s, (yz + zy) / s),
+        ((yx - xy) / s, (xz + zx) / s, (yz + zy) / s, 0.25 * s),
+    ]
+    for index, values in enumerate(options):
+        chosen = best == index
+        for axis in range(4):
+            q[..., axis] = np.where(chosen, values[axis], q[..., axis]) if index else values[axis]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return np.where(q[..., :1] < 0.0, -q, q)
+
+
+def matrix_to_euler_pair(matrix, order):
+    """(..., 3, 3) -> the two equivalent Euler triples (..., 3) of Blender's mat3_normalized_to_eulO."""
+    i, j, k, parity = _EULER_AXES[order]
+    m = np.asarray(matrix, dtype=np.float64)
+
+    def c(col, row):  # Blender indexes mat[col][row]
+        return m[..., row, col]
+
+    cy = np.hypot(c(i, i), c(i, j))
+    regular = cy > _GIMBAL
+    first = np.empty(m.shape[:-2] + (3,))
+    second = np.empty_like(first)
+    first[..., i] = np.where(regular, np.arctan2(c(j, k), c(k, k)), np.arctan2(-c(k, j), c(j, j)))
+    first[..., j] = np.arctan2(-c(i, k), cy)
+    first[..., k] = np.where(regular, np.arctan2(c(i, j), c(i, i)), 0.0)
+    second[..., i] = np.where(regular, np.arctan2(-c(j, k), -c(k, k)), first[..., i])
+    second[..., j] = np.where(regular, np.arctan2(-c(i, k), -cy), first[..., j])
+    second[..., k] = np.where(regular, np.arctan2(-c(i, j), -c(i, i)), first[..., k])
+    if parity:
+        first, second = -first, -second
+    return first, second
+
+
+def matrix_to_euler(matrix, order):
+    """Blender's choice of the two: the one with the smaller sum of absolute angles."""
+    first, second = matrix_to_euler_pair(matrix, order)
+    take_second = np.abs(second).sum(-1) < np.abs(first).sum(-1)
+    return np.where(take_second[..., None], second, first)
+
+
+def quaternion_to_axis_angle(q):
+    """(..., 4) -> (..., 4) as (angle, x, y, z); the identity gives (0, 0, 1, 0) like Blender."""
+    q = np.asarray(q, dtype=np.float64)
+    sin_half = np.linalg.norm(q[..., 1:], axis=-1)
+    angle = 2.0 * np.arctan2(sin_half, q[..., 0])
+    safe = np.where(sin_half > 1e-12, sin_half, 1.0)
+    axis = np.where((sin_half > 1e-12)[..., None], q[..., 1:] / safe[..., None], [0.0, 1.0, 0.0])
+    return np.concatenate([angle[..., None], axis], -1)
+
+
+def continuous_quaternions(q, previous=None):
+    """Flip signs so each quaternion is in the hemisphere of the one before (the first: of ``previous``)."""
+    q = np.array(q, dtype=np.float64, copy=True)
+    if len(q) == 0:
+        return q
+    steps = np.einsum("ij,ij->i", q[1:], q[:-1])
+    first = 1.0 if previous is None or float(np.dot(q[0], previous)) >= 0.0 else -1.0
+    signs = np.cumprod(np.concatenate([[first], np.where(steps < 0.0, -1.0, 1.0)]))
+    return q * signs[:, None]
+
+
+def _nearest_turn(angle, reference):
+    return angle + 2.0 * math.pi * round((reference - angle) / (2.0 * math.pi))
+
+
+def continuous_eulers(matrices, order, previous=None):
+    """(F, 3, 3) -> (F, 3) Euler triples, each the solution nearest its predecessor (no ±2π jumps).
+
+    The first key is matched to ``previous`` when given (e.g. the bone's current rotation)."""
+    first, second = matrix_to_euler_pair(matrices, order)
+    if len(first) == 0:
+        return first
+    if previous is None:
+        previous = matrix_to_euler(matrices[:1], order)[0]
+    result = np.empty_like(first)
+    reference = [float(v) for v in previous]
+    # Each key depends on the one before: a plain loop over floats (a few µs a key).
+    for index, (a, b) in enumerate(zip(first.tolist(), second.tolist())):
+        a = [_nearest_turn(v, r) for v, r in zip(a, reference)]
+        b = [_nearest_turn(v, r) for v, r in zip(b, reference)]
+        if sum(abs(v - r) for v, r in zip(b, reference)) < sum(abs(v - r) for v, r in zip(a, reference)):
+            a = b
+        result[index] = a
+        reference = a
+    return result
+
+
+def matrices_to_channels(matrices, mode, previous=None):
+    """(F, 3, 3) rotations -> (F, channels) values for a bone's ``rotation_mode``, continuous over F.
+
+    ``previous`` is the channel value the first key should be continuous with (or None)."""
+    if mode in EULER_ORDERS:
+        return continuous_eulers(matrices, mode, previous)
+    if mode == "AXIS_ANGLE":
+        previous_q = None
+        if previous is not None:
+            half = 0.5 * previous[0]
+            previous_q = np.concatenate([[math.cos(half)], math.sin(half) * np.asarray(previous[1:])])
+        return quaternion_to_axis_angle(continuous_quaternions(matrix_to_quaternion(matrices), previous_q))
+    if mode == "QUATERNION":
+        return continuous_quaternions(matrix_to_quaternion(matrices), previous)
+    raise ValueError(f"unknown rotation mode {mode!r}")

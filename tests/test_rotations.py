@@ -1,0 +1,90 @@
+"""Vectorised rotation conversions against mathutils (Blender's own), and key continuity."""
+import math
+
+import numpy as np
+import pytest
+
+from blender_ik_addon import rotations
+
+
+def random_matrices(n, seed=1):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    w, x, y, z = q.T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+@pytest.fixture(scope="module")
+def mathutils():
+    import bpy  # noqa: F401  (mathutils comes with the bpy module)
+    import mathutils
+    return mathutils
+
+
+def test_quaternions_match_mathutils(mathutils):
+    matrices = random_matrices(500)
+    ours = rotations.matrix_to_quaternion(matrices)
+    for matrix, q in zip(matrices, ours):
+        theirs = np.array(mathutils.Matrix(matrix.tolist()).to_quaternion())
+        assert min(np.abs(q - theirs).max(), np.abs(q + theirs).max()) < 1e-6  # mathutils is float32
+        np.testing.assert_allclose(mathutils.Quaternion(q.tolist()).to_matrix(), matrix, atol=1e-6)
+
+
+@pytest.mark.parametrize("order", rotations.EULER_ORDERS)
+def test_eulers_match_mathutils_in_every_order(mathutils, order):
+    matrices = random_matrices(300, seed=hash(order) % 1000)
+    first, second = rotations.matrix_to_euler_pair(matrices, order)
+    chosen = rotations.matrix_to_euler(matrices, order)
+    for matrix, a, b, c in zip(matrices, first, second, chosen):
+        for euler in (a, b):
+            back = np.array(mathutils.Euler(euler.tolist(), order).to_matrix())
+            np.testing.assert_allclose(back, matrix, atol=1e-6)
+        theirs = np.array(mathutils.Matrix(matrix.tolist()).to_euler(order))
+        np.testing.assert_allclose(c, theirs, atol=1e-5)
+
+
+def test_axis_angle_round_trip(mathutils):
+    matrices = random_matrices(200)
+    values = rotations.matrices_to_channels(matrices, "AXIS_ANGLE")
+    for matrix, (angle, *axis) in zip(matrices, values):
+        back = np.array(mathutils.Matrix.Rotation(angle, 3, mathutils.Vector(axis)))
+        np.testing.assert_allclose(back, matrix, atol=1e-6)
+    identity = rotations.matrices_to_channels(np.eye(3)[None], "AXIS_ANGLE")[0]
+    np.testing.assert_allclose(identity, [0.0, 0.0, 1.0, 0.0])
+
+
+def spin(angles, axis):
+    c, s = np.cos(angles), np.sin(angles)
+    z, o = np.zeros_like(angles), np.ones_like(angles)
+    if axis == "Z":
+        return np.stack([np.stack([c, -s, z], -1), np.stack([s, c, z], -1), np.stack([z, z, o], -1)], -2)
+    return np.stack([np.stack([o, z, z], -1), np.stack([z, c, -s], -1), np.stack([z, s, c], -1)], -2)
+
+
+def test_quaternion_keys_stay_in_one_hemisphere():
+    matrices = spin(np.linspace(0, 6 * math.pi, 400), "Z")
+    q = rotations.matrices_to_channels(matrices, "QUATERNION")
+    assert np.all(np.einsum("ij,ij->i", q[1:], q[:-1]) > 0)
+    flipped = rotations.matrices_to_channels(matrices[:5], "QUATERNION", previous=-q[0])
+    assert np.dot(flipped[0], -q[0]) > 0
+
+
+@pytest.mark.parametrize("order", rotations.EULER_ORDERS)
+def test_euler_keys_have_no_jumps(order):
+    angles = np.linspace(0, 6 * math.pi, 400)
+    matrices = np.einsum("nij,njk->nik", spin(angles, "Z"), spin(0.3 * angles, "X"))
+    values = rotations.matrices_to_channels(matrices, order)
+    assert np.abs(np.diff(values, axis=0)).max() < 0.5
+    # Still the same rotations.
+    first, second = rotations.matrix_to_euler_pair(matrices, order)
+    del first, second
+    import mathutils  # noqa: F401 (available: the bpy module is installed for the suite)
+    for matrix, euler in zip(matrices[::37], values[::37]):
+        np.testing.assert_allclose(np.array(mathutils.Euler(euler.tolist(), order).to_matrix()), matrix, atol=1e-6)
+    # Continuous with the bone's current value: a previous angle near 2π keeps the keys near 2π.
+    shifted = rotations.matrices_to_channels(matrices[:3], order, previous=values[0] + 2 * math.pi)
+    np.testing.assert_allclose(shifted[0], values[0] + 2 * math.pi, atol=1e-9)
