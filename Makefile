@@ -25,5 +25,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) scripts/bench_solver.py
 
+extension: $(STAMP)
+	$(PY) scripts/build_extension.py
+
 clean:
 	rm -rf build .pytest_cache
