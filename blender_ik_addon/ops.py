@@ -1,0 +1,122 @@
+"""Operators: thin. Validate, call rig/bake, report."""
+import math
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from . import rig
+
+
+def _armature_poll(cls, context):
+    obj = context.active_object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("The active object must be an armature")
+        return False
+    if obj.mode not in {"OBJECT", "POSE"}:
+        cls.poll_message_set("Switch to Object or Pose mode")
+        return False
+    return True
+
+
+def store_result(settings, solution, index=-1):
+    """Keep the last solve for the panel's read-out."""
+    reachable, miss, angles = rig.describe(solution, index)
+    settings.has_result = True
+    settings.result_reachable = reachable
+    settings.result_miss = miss
+    settings.result_angles = [math.radians(angles[name]) for name in ("yaw", "theta0", "theta1", "theta2", "roll")]
+    settings.result_message = ""
+
+
+class BLENDER_IK_OT_solve(bpy.types.Operator):
+    """Pose the chain so its tip reaches the target and its last bone points along the target's up axis"""
+
+    bl_idname = "blender_ik.solve"
+    bl_label = "Solve"
+    bl_options = {"REGISTER", "UNDO"}
+
+    poll = classmethod(_armature_poll)
+
+    def execute(self, context):
+        armature = context.active_object
+        settings = armature.blender_ik
+        try:
+            chain, solve = rig.solve_current(armature, settings)
+        except rig.RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        rig.pose_chain(chain, solve.rotations[0])
+        store_result(settings, solve.solution, 0)
+        if solve.solution.reachable[0]:
+            self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
+        else:
+            miss = bpy.utils.units.to_string(context.scene.unit_settings.system, "LENGTH",
+                                             float(solve.solution.miss[0]) * armature.matrix_world.median_scale)
+            self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
+        return {"FINISHED"}
+
+
+def _up_to_bone_matrix(up_axis, roll_axis):
+    """The rotation taking the Empty's up axis onto a bone's +Y and its roll axis (or another) onto +Z."""
+    column, sign = rig.AXES[up_axis]
+    up = np.zeros(3)
+    up[column] = sign
+    if roll_axis != "NONE" and rig.AXES[roll_axis][0] != column:
+        roll_column, roll_sign = rig.AXES[roll_axis]
+    else:
+        roll_column, roll_sign = (column + 1) % 3, 1.0
+    second = np.zeros(3)
+    second[roll_column] = roll_sign
+    empty_frame = np.stack([up, second, np.cross(up, second)], -1)
+    bone_frame = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
+    return empty_frame @ bone_frame.T
+
+
+class BLENDER_IK_OT_add_target(bpy.types.Operator):
+    """Create an Empty at the tip of the chain, its up axis along the last bone, and use it as the target"""
+
+    bl_idname = "blender_ik.add_target"
+    bl_label = "Add Target"
+    bl_options = {"REGISTER", "UNDO"}
+
+    poll = classmethod(_armature_poll)
+
+    def execute(self, context):
+        armature = context.active_object
+        settings = armature.blender_ik
+        try:
+            names = rig.chain_names(armature, settings.tip_bone)
+            rig.read_chain(armature, settings.tip_bone)
+        except rig.RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        tip = armature.pose.bones[names[2]]
+        rotation = np.array(armature.matrix_world.to_3x3().normalized() @ tip.matrix.to_3x3().normalized())
+        rotation = rotation @ _up_to_bone_matrix(settings.up_axis, settings.roll_axis).T
+        matrix = Matrix(rotation.tolist()).to_4x4()
+        matrix.translation = armature.matrix_world @ tip.tail
+
+        empty = bpy.data.objects.new(f"{names[2]}_target", None)
+        empty.empty_display_type = "SINGLE_ARROW"
+        empty.empty_display_size = max(tip.length * armature.matrix_world.median_scale * 0.5, 1e-3)
+        collection = armature.users_collection[0] if armature.users_collection else context.scene.collection
+        collection.objects.link(empty)
+        empty.matrix_world = matrix
+        empty.select_set(True)
+        settings.tip_bone = names[2]
+        settings.target = empty
+        self.report({"INFO"}, f"Added target '{empty.name}' at the tip of '{names[2]}'")
+        return {"FINISHED"}
+
+
+classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+
+
+def unregister():
+    _unregister_classes()

@@ -1,0 +1,332 @@
+"""Read and validate a chain and its target; turn solver output into local bone rotations.
+
+Everything is in the armature object's space (the space of ``PoseBone.matrix``), with the bones' rest
+lengths. Blender poses a bone as ``M = A · basis``, where ``A`` (the bone's frame before its own
+rotation) depends only on its parent's pose and its rest data. So for the chain's first bone ``A₁``
+is read from Blender (``M₁ · basis₁⁻¹``), which covers any parent and any inheritance mode; for the
+next two it is ``M_parent · K`` with a constant offset ``K`` from the rest data.
+
+Bone rotations map each bone's rest frame (its link direction, and the rest bend-plane normal) onto
+its solved frame (solved direction, solved normal): each bone keeps its roll relative to the bend
+plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import rotations
+from .solver import SolverInputError, solve_three_link
+
+AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
+_SCALE_TOLERANCE = 1e-5
+
+
+class RigError(ValueError):
+    """A chain or target the add-on cannot solve, with a message that says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to solve: the public settings (props.py) in plain form, for scripts and tests too."""
+
+    up_axis: str = "Z"
+    plane: str = "TARGET"  # or "POLE"
+    bend: str = "REST"  # "REST", "TOWARD" or "AWAY"
+    roll_axis: str = "NONE"  # or one of AXES: the target axis the last bone's local Z turns toward
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls(settings.up_axis, settings.plane, settings.bend, settings.roll_axis)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A validated three-bone chain and its constant rest geometry (numpy, bone-local frames)."""
+
+    armature: object
+    names: tuple  # first, middle, tip
+    offsets: np.ndarray  # (2, 4, 4): K₂, K₃, each bone's frame in its parent's posed frame
+    links: np.ndarray  # (3, 3): link vectors, bone i's head to the next head (tip: to the tail)
+    rest_normals: np.ndarray  # (3, 3): the rest bend-plane normal, in each bone's own frame
+    rest_toward: bool  # at rest, the middle joint is on the side the last bone points to
+
+    @property
+    def pose_bones(self):
+        return [self.armature.pose.bones[name] for name in self.names]
+
+
+def _matrix(m):
+    return np.array([list(row) for row in m], dtype=np.float64)
+
+
+def _unit(v, fallback=None):
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    ok = length > 1e-12
+    out = v / np.where(ok, length, 1.0)
+    if fallback is not None:
+        out = np.where(ok, out, fallback)
+    return out
+
+
+def _perpendicular(v):
+    """Some unit vector perpendicular to each unit ``v`` (..., 3)."""
+    near_x = np.abs(v[..., :1]) > 0.9
+    other = np.where(near_x, [0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
+    return _unit(np.cross(v, other))
+
+
+def _reject(v, unit):
+    return v - unit * np.einsum("...i,...i->...", v, unit)[..., None]
+
+
+def frames(direction, normal):
+    """Orthonormal frames (..., 3, 3) with columns [d, n', d × n'], n' = normal made ⟂ to d."""
+    direction = _unit(direction)
+    normal = _unit(_reject(normal, direction), _perpendicular(direction))
+    return np.stack([direction, normal, np.cross(direction, normal)], -1)
+
+
+def _uniform_scale(matrix3, what, fix):
+    """The uniform scale of (..., 3, 3) matrices, or RigError when the scale is not uniform."""
+    gram = np.einsum("...ji,...jk->...ik", matrix3, matrix3)
+    scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
+    if not np.all(np.isfinite(gram)) or np.any(scale_squared <= 1e-30):
+        raise RigError(f"{what} has a zero or invalid scale; {fix}")
+    deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max()
+    if deviation > _SCALE_TOLERANCE:
+        raise RigError(f"{what} has a non-uniform scale or shear; {fix}")
+    return np.sqrt(scale_squared)
+
+
+def chain_names(armature, tip_name):
+    """The chain's bone names (first, middle, tip), or RigError."""
+    if armature is None or armature.type != "ARMATURE":
+        raise RigError("The active object must be an armature")
+    if not tip_name:
+        active = armature.data.bones.active
+        if active is None:
+            raise RigError("Choose the chain's tip bone (or make it the active bone)")
+        tip_name = active.name
+    tip = armature.data.bones.get(tip_name)
+    if tip is None:
+        raise RigError(f"Armature '{armature.name}' has no bone named '{tip_name}'")
+    if tip.parent is None or tip.parent.parent is None:
+        raise RigError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and "
+                       "its grandparent")
+    return tip.parent.parent.name, tip.parent.name, tip.name
+
+
+def read_chain(armature, tip_name):
+    """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry."""
+    names = chain_names(armature, tip_name)
+    _uniform_scale(_matrix(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
+                   "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+    bones = [armature.data.bones[name] for name in names]
+    pose_bones = [armature.pose.bones[name] for name in names]
+    for bone, pose_bone in zip(bones, pose_bones):
+        if not np.allclose(tuple(pose_bone.scale), 1.0, atol=1e-6):
+            raise RigError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
+                           "(clear it with Alt+S)")
+    for bone in bones[1:]:
+        if not bone.use_inherit_rotation:
+            raise RigError(f"Bone '{bone.name}' does not inherit rotation; turn on Inherit Rotation "
+                           "(Bone properties > Relations) to use it in the IK chain")
+
+    offsets = []
+    for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
+        offset = np.linalg.inv(_matrix(parent.matrix_local)) @ _matrix(child.matrix_local)
+        if not child.use_connect:  # a connected bone ignores its pose location
+            offset[:3, 3] += offset[:3, :3] @ np.array(tuple(pose_child.location))
+        offsets.append(offset)
+    offsets = np.array(offsets)
+    links = np.array([offsets[0][:3, 3], offsets[1][:3, 3], [0.0, bones[2].length, 0.0]])
+    for name, link in zip(names, links):
+        if np.linalg.norm(link) < 1e-6:
+            raise RigError(f"Bone '{name}' has a zero-length link to the next joint; the chain cannot bend there")
+
+    # The rest chain in the first bone's frame: heads h₁ = 0, h₂, h₃ and the last bone's direction.
+    rotation2, rotation3 = offsets[0][:3, :3], offsets[0][:3, :3] @ offsets[1][:3, :3]
+    elbow = links[0]
+    wrist = links[0] + rotation2 @ links[1]
+    last = rotation3 @ np.array([0.0, 1.0, 0.0])
+    axis = _unit(wrist)
+    bend = _reject(elbow, axis)
+    if np.linalg.norm(bend) > 1e-6 * np.linalg.norm(elbow):
+        normal = _unit(np.cross(axis, bend))
+    else:  # a straight chain bends about its first bone's X axis, as Blender's own IK does
+        normal = _unit(_reject(np.array([1.0, 0.0, 0.0]), axis), _perpendicular(axis))
+    rest_toward = float(np.dot(bend, _reject(last, axis))) >= 0.0
+    rest_normals = np.array([normal, rotation2.T @ normal, rotation3.T @ normal])
+    return Chain(armature, names, offsets, links, rest_normals, rest_toward)
+
+
+def _object_matrix(armature, obj, role):
+    """``obj``'s world matrix in the armature's space (4, 4), checked."""
+    if obj is None:
+        raise RigError(f"Set the {role}")
+    if obj == armature:
+        raise RigError(f"The {role} cannot be the armature itself; use an Empty")
+    matrix = np.linalg.inv(_matrix(armature.matrix_world)) @ _matrix(obj.matrix_world)
+    if not np.all(np.isfinite(matrix)):
+        raise RigError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
+    return matrix
+
+
+def check_target(chain, target, options, pole=None):
+    """Validate target and pole against the chain; returns their armature-space matrices."""
+    armature = chain.armature
+    matrix = _object_matrix(armature, target, "target")
+    if target.parent == armature and target.parent_type == "BONE" and target.parent_bone in chain.names:
+        raise RigError(f"The target '{target.name}' is parented to chain bone '{target.parent_bone}' and would "
+                       "move with the chain; parent it elsewhere")
+    column, _ = AXES[options.up_axis]
+    if np.linalg.norm(matrix[:3, column]) < 1e-12:
+        raise RigError(f"The target '{target.name}' has zero scale on its {options.up_axis.lstrip('-')} axis")
+    pole_matrix = None
+    if options.plane == "POLE":
+        pole_matrix = _object_matrix(armature, pole, "pole")
+    return matrix, pole_matrix
+
+
+def base_matrix(chain):
+    """``A₁``: the first bone's frame before its own rotation, from the current pose (4, 4)."""
+    pose_bone = chain.pose_bones[0]
+    basis = _matrix(pose_bone.matrix_basis)
+    if pose_bone.bone.use_connect:
+        basis[:3, 3] = 0.0
+    return _matrix(pose_bone.matrix) @ np.linalg.inv(basis)
+
+
+def current_normal(chain):
+    """The bend-plane normal of the chain as posed now (armature space), or None if it is straight."""
+    heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
+    axis = heads[2] - heads[0]
+    normal = np.cross(axis, heads[1] - heads[0])
+    size = np.linalg.norm(axis) * np.linalg.norm(heads[1] - heads[0])
+    if not np.isfinite(size) or np.linalg.norm(normal) <= 1e-6 * size:
+        return None
+    return normal / np.linalg.norm(normal)
+
+
+def bend_toward(chain, options):
+    if options.bend == "TOWARD":
+        return True
+    if options.bend == "AWAY":
+        return False
+    return True if options.plane == "POLE" else chain.rest_toward
+
+
+@dataclass
+class ChainSolve:
+    rotations: np.ndarray  # (N, 3, 3, 3): each bone's local rotation (its basis rotation)
+    solution: object  # the solver's ThreeLinkSolution, in armature space
+
+
+def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, carry_plane=True):
+    """Solve N samples at once.
+
+    ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
+    ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
+    undefined; by default the rest pose's. With ``carry_plane``, a sample whose plane is undefined
+    keeps the previous sample's instead (for a sequence of frames).
+    """
+    base = np.asarray(base, dtype=np.float64)
+    target = np.asarray(target, dtype=np.float64)
+    scale = _uniform_scale(base[:, :3, :3], f"The parent of bone '{chain.names[0]}'",
+                           "the chain's parent bones must have a uniform scale")
+    base_rotation = base[:, :3, :3] / scale[:, None, None]
+    origin = base[:, :3, 3]
+    lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)
+    column, sign = AXES[options.up_axis]
+    up = sign * target[:, :3, column]
+    rest_normal = base_rotation @ chain.rest_normals[0]
+    fallback = rest_normal if fallback_normal is None else np.broadcast_to(fallback_normal, rest_normal.shape)
+    plane_pole = None if pole is None else np.asarray(pole, dtype=np.float64)
+    toward = bend_toward(chain, options)
+
+    def solve(fallback):
+        try:
+            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=options.plane, pole=plane_pole,
+                                    bend_toward=toward, fallback_normal=fallback)
+        except SolverInputError as error:
+            raise RigError(str(error)) from None
+
+    solution = solve(fallback)
+    if carry_plane and len(origin) > 1 and solution.degenerate.any() and not solution.degenerate.all():
+        # Undefined planes keep the last defined one before them (the rest pose's before the first).
+        index = np.where(~solution.degenerate, np.arange(len(origin)), -1)
+        index = np.maximum.accumulate(index)
+        carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)], fallback)
+        solution = solve(carried)
+
+    # Solved frames: each bone's direction with the plane normal; the rest frames likewise.
+    solved = frames(solution.directions, solution.normal[:, None, :])  # (N, 3, 3, 3)
+    rest = frames(chain.links, chain.rest_normals)  # (3, 3, 3)
+    orientation = solved @ np.swapaxes(rest, -1, -2)  # Q_i: bone i's armature-space rotation
+    if options.roll_axis != "NONE":
+        roll_column, roll_sign = AXES[options.roll_axis]
+        roll = roll_sign * target[:, :3, roll_column]
+        ok = np.linalg.norm(_reject(_unit(roll), solution.directions[:, 2]), axis=-1) > 1e-6
+        # The bone's own frame as frames() builds it: Y along the bone, Z toward the roll axis, Y × Z = X.
+        local = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
+        rolled = frames(solution.directions[:, 2], roll) @ local.T
+        orientation[:, 2] = np.where(ok[:, None, None], rolled, orientation[:, 2])
+
+    offset2, offset3 = chain.offsets[0][:3, :3], chain.offsets[1][:3, :3]
+    local_rotations = np.stack([
+        np.swapaxes(base_rotation, -1, -2) @ orientation[:, 0],
+        offset2.T @ np.swapaxes(orientation[:, 0], -1, -2) @ orientation[:, 1],
+        offset3.T @ np.swapaxes(orientation[:, 1], -1, -2) @ orientation[:, 2],
+    ], 1)
+    return ChainSolve(local_rotations, solution)
+
+
+def rotation_values(pose_bone):
+    """The pose bone's current value in its own rotation mode."""
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        return np.array(tuple(pose_bone.rotation_quaternion))
+    if mode == "AXIS_ANGLE":
+        return np.array(tuple(pose_bone.rotation_axis_angle))
+    return np.array(tuple(pose_bone.rotation_euler))
+
+
+def rotation_path(mode):
+    if mode == "QUATERNION":
+        return "rotation_quaternion"
+    if mode == "AXIS_ANGLE":
+        return "rotation_axis_angle"
+    return "rotation_euler"
+
+
+def set_rotation(pose_bone, values):
+    setattr(pose_bone, rotation_path(pose_bone.rotation_mode), [float(v) for v in values])
+
+
+def pose_chain(chain, local_rotations):
+    """Write one sample's rotations (3, 3, 3) into the pose, each in its bone's rotation mode and
+    continuous with the bone's current value (no Euler jump, same quaternion hemisphere)."""
+    for pose_bone, rotation in zip(chain.pose_bones, local_rotations):
+        values = rotations.matrices_to_channels(rotation[None], pose_bone.rotation_mode,
+                                                previous=rotation_values(pose_bone))
+        set_rotation(pose_bone, values[0])
+
+
+def solve_current(armature, settings):
+    """Validate everything, then solve for the scene as it is now. Returns ``(chain, ChainSolve)``;
+    changes nothing (pose it with :func:`pose_chain`)."""
+    options = Options.from_settings(settings)
+    chain = read_chain(armature, settings.tip_bone)
+    target, pole = check_target(chain, settings.target, options, settings.pole)
+    fallback = current_normal(chain)
+    solve = solve_chain(chain, base_matrix(chain)[None], target[None], options,
+                        None if pole is None else pole[None, :3, 3], fallback)
+    return chain, solve
+
+
+def describe(solution, index=0):
+    """The last solve in words and degrees, for reports and the panel."""
+    angles = {name: math.degrees(float(getattr(solution, name)[index]))
+              for name in ("yaw", "theta0", "theta1", "theta2", "roll")}
+    return bool(solution.reachable[index]), float(solution.miss[index]), angles

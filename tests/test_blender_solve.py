@@ -1,0 +1,265 @@
+"""The solve operator in Blender, judged by Blender's evaluated pose."""
+import math
+
+import numpy as np
+import pytest
+
+from rigs import (add_empty, angle_between, axis_of, build_arm, chain_length_world, pose_snapshot, random_rig,
+                  reachable_target, tip_and_direction)
+
+POSITION_TOLERANCE = 1e-5  # of the chain's length
+ANGLE_TOLERANCE = 2e-5  # radians
+
+
+def setup(bpy, obj, target, **settings):
+    bpy.context.view_layer.objects.active = obj
+    ik = obj.blender_ik
+    ik.tip_bone = "b3"
+    ik.target = target
+    for key, value in settings.items():
+        setattr(ik, key, value)
+    return ik
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_rigs_reach_random_targets(blender, seed):
+    bpy = blender
+    rng = np.random.default_rng(seed)
+    obj = random_rig(rng)
+    up_axis = str(rng.choice(["X", "Y", "Z", "-X", "-Y", "-Z"]))
+    target = add_empty()
+    setup(bpy, obj, target, up_axis=up_axis)
+    for _ in range(4):
+        location, rotation = reachable_target(rng, obj, up_axis=up_axis)
+        target.location, target.rotation_euler = location, rotation
+        target.scale = tuple(rng.uniform(0.3, 3.0, 3))  # the axis is a direction: scale must not matter
+        bpy.context.view_layer.update()
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        tip, direction = tip_and_direction(obj)
+        error = np.linalg.norm(tip - np.array(target.matrix_world.translation))
+        assert error < POSITION_TOLERANCE * chain_length_world(obj)
+        assert angle_between(direction, axis_of(target, up_axis)) < ANGLE_TOLERANCE
+        assert obj.blender_ik.result_reachable and obj.blender_ik.has_result
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pole_mode_puts_the_middle_joint_in_the_poles_plane(blender, seed):
+    bpy = blender
+    rng = np.random.default_rng(100 + seed)
+    obj = random_rig(rng)
+    target, pole = add_empty(), add_empty("Pole", tuple(rng.normal(scale=3.0, size=3)))
+    setup(bpy, obj, target, plane="POLE", pole=pole)
+    target.location, target.rotation_euler = reachable_target(rng, obj)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    length = chain_length_world(obj)
+    assert np.linalg.norm(tip - np.array(target.matrix_world.translation)) < POSITION_TOLERANCE * length
+    assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE
+    base, elbow, wrist = (np.array(obj.matrix_world @ obj.pose.bones[b].head) for b in ("b1", "b2", "b3"))
+    pole_point = np.array(pole.matrix_world.translation)
+    normal = np.cross(wrist - base, pole_point - base)
+    normal /= np.linalg.norm(normal)
+    assert abs(np.dot(elbow - base, normal)) < POSITION_TOLERANCE * length
+    axis = (wrist - base) / np.linalg.norm(wrist - base)
+    side = (pole_point - base) - axis * np.dot(pole_point - base, axis)
+    assert np.dot(elbow - base, side) > 0  # on the pole's side
+
+
+def test_bones_keep_their_rest_roll_relative_to_the_bend_plane(blender):
+    bpy = blender
+    obj = build_arm(rolls=(0.4, -1.1, 2.0), modes=("XYZ", "QUATERNION", "ZXY"))
+    target = add_empty(location=(0.9, 0.4, 1.1), rotation=(0.3, -0.6, 0.2))
+    setup(bpy, obj, target)
+    bpy.context.view_layer.update()
+
+    def rolls():
+        heads = [np.array(obj.pose.bones[b].head) for b in ("b1", "b2", "b3")]
+        normal = np.cross(heads[2] - heads[0], heads[1] - heads[0])
+        normal /= np.linalg.norm(normal)
+        return [float(np.dot(np.array(obj.pose.bones[b].matrix.to_3x3().col[0]), normal)) for b in ("b1", "b2")]
+
+    before = rolls()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    np.testing.assert_allclose(rolls(), before, atol=1e-5)
+    # The middle joint is a pure hinge: b2 turns relative to b1 about the bend-plane normal only.
+    from mathutils import Vector
+    relative = obj.pose.bones["b1"].matrix.to_3x3().inverted() @ obj.pose.bones["b2"].matrix.to_3x3()
+    rest = obj.data.bones["b1"].matrix_local.to_3x3().inverted() @ obj.data.bones["b2"].matrix_local.to_3x3()
+    hinge = (rest.inverted() @ relative).to_quaternion()
+    heads = [np.array(obj.data.bones[b].head_local) for b in ("b1", "b2", "b3")]
+    rest_normal = Vector(np.cross(heads[2] - heads[0], heads[1] - heads[0]).tolist()).normalized()
+    normal_in_b2 = obj.data.bones["b2"].matrix_local.to_3x3().inverted() @ rest_normal
+    assert hinge.angle > 0.1
+    assert abs(abs(hinge.axis.dot(normal_in_b2)) - 1.0) < 1e-5
+
+
+def test_out_of_reach_takes_the_closest_pose_and_warns(blender, capfd):
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(6.0, 1.0, 2.0), rotation=(0.2, 0.3, 0.1))
+    setup(bpy, obj, target)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    out = capfd.readouterr()
+    assert "out of reach" in (out.out + out.err)
+    tip, direction = tip_and_direction(obj)
+    assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE  # the last bone still follows
+    base = np.array(obj.pose.bones["b1"].head)
+    wrist_target = np.array(target.location) - 0.4 * axis_of(target)
+    expected_miss = np.linalg.norm(wrist_target - base) - 1.8
+    assert np.linalg.norm(tip - np.array(target.location)) == pytest.approx(expected_miss, abs=1e-5)
+    assert not obj.blender_ik.result_reachable
+    assert obj.blender_ik.result_miss == pytest.approx(expected_miss, abs=1e-5)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no_target", "Set the target"),
+    ("no_tip", "Choose the chain's tip bone"),
+    ("short_chain", "needs two ancestors"),
+    ("missing_bone", "no bone named"),
+    ("non_uniform_scale", "non-uniform scale"),
+    ("no_pole", "Set the pole"),
+    ("nan_target", "non-finite"),
+    ("flat_target", "zero scale on its Z axis"),
+    ("scaled_bone", "unit pose scale"),
+    ("no_inherit", "does not inherit rotation"),
+    ("target_on_chain", "would move with the chain"),
+    ("target_is_armature", "cannot be the armature itself"),
+])
+def test_bad_input_is_refused_and_nothing_changes(blender, case, message):
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.2, 1.0))
+    ik = setup(bpy, obj, target)
+    obj.pose.bones["b2"].rotation_quaternion = (0.9, 0.1, 0.3, 0.0)
+    if case == "no_target":
+        ik.target = None
+    elif case == "no_tip":
+        ik.tip_bone = ""
+        obj.data.bones.active = None
+    elif case == "short_chain":
+        ik.tip_bone = "b1"
+    elif case == "missing_bone":
+        ik.tip_bone = "hand"
+    elif case == "non_uniform_scale":
+        obj.scale = (1.0, 2.0, 1.0)
+    elif case == "no_pole":
+        ik.plane = "POLE"
+    elif case == "nan_target":
+        target.location = (float("nan"), 0.0, 0.0)
+    elif case == "flat_target":
+        target.scale = (1.0, 1.0, 0.0)
+    elif case == "scaled_bone":
+        obj.pose.bones["b2"].scale = (1.0, 1.5, 1.0)
+    elif case == "no_inherit":
+        obj.data.bones["b3"].use_inherit_rotation = False
+    elif case == "target_is_armature":
+        ik.target = obj  # the property's poll only filters the UI's list
+    elif case == "target_on_chain":
+        target.parent = obj
+        target.parent_type = "BONE"
+        target.parent_bone = "b2"
+    bpy.context.view_layer.update()
+    before = pose_snapshot(obj)
+    # In background mode bpy.ops raises on an ERROR report; the operator itself returned CANCELLED.
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.blender_ik.solve()
+    assert pose_snapshot(obj) == before
+
+
+def test_wrong_active_object_fails_poll(blender):
+    bpy = blender
+    empty = add_empty()
+    bpy.context.view_layer.objects.active = empty
+    assert not bpy.ops.blender_ik.solve.poll()
+    with pytest.raises(RuntimeError, match="armature"):
+        bpy.ops.blender_ik.solve()
+
+
+@pytest.mark.parametrize("roll_axis", ["NONE", "X"])
+@pytest.mark.parametrize("up_axis", ["Z", "-Y", "X"])
+def test_add_target_round_trips(blender, up_axis, roll_axis):
+    bpy = blender
+    obj = build_arm(rolls=(0.3, 0.3, 0.3), modes=("QUATERNION", "XYZ", "AXIS_ANGLE"))
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    obj.blender_ik.up_axis = up_axis
+    if roll_axis != "NONE" and roll_axis == up_axis.lstrip("-"):
+        roll_axis = "Y"
+    obj.blender_ik.roll_axis = roll_axis
+    obj.pose.bones["b1"].rotation_quaternion = (0.95, 0.0, 0.31, 0.0)  # still one plane, but posed
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    target = obj.blender_ik.target
+    assert target is not None and target.type == "EMPTY" and target.select_get()
+    assert target.empty_display_type == "SINGLE_ARROW"
+    bpy.context.view_layer.update()
+    tip, direction = tip_and_direction(obj)
+    np.testing.assert_allclose(np.array(target.matrix_world.translation), tip, atol=1e-6)
+    assert angle_between(direction, axis_of(target, up_axis)) < ANGLE_TOLERANCE
+    matrices = {b: obj.pose.bones[b].matrix.copy() for b in ("b1", "b2", "b3")}
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    for name, before in matrices.items():
+        after = obj.pose.bones[name].matrix
+        assert max(abs(a - b) for row_a, row_b in zip(after, before) for a, b in zip(row_a, row_b)) < 1e-5, name
+
+
+def test_degenerate_input_gives_a_finite_pose(blender):
+    bpy = blender
+    obj = build_arm(lengths=(1.0, 1.0, 0.5))
+    target = add_empty()
+    setup(bpy, obj, target)
+    # The wrist right on the base: target one last-bone length above it, pointing up.
+    target.location = (0.0, 0.0, 0.5)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    assert np.all(np.isfinite(tip)) and np.linalg.norm(tip - np.array(target.location)) < 1e-5
+    # The up axis along the base->wrist line.
+    target.location = (0.0, 0.0, 2.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    assert np.linalg.norm(tip - np.array(target.location)) < 1e-5
+    assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE
+
+
+def test_unconnected_chain_is_solved_exactly(blender):
+    bpy = blender
+    obj = build_arm(connected=False, directions=[(0, 0, 1), (0.5, 0.2, 0.8), (1, 0, 0.2)])
+    obj.pose.bones["b2"].location = (0.02, 0.01, -0.03)
+    target = add_empty(location=(0.7, 0.3, 1.2), rotation=(0.5, 0.2, -0.4))
+    setup(bpy, obj, target)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    assert np.linalg.norm(tip - np.array(target.location)) < POSITION_TOLERANCE * 2.0
+    assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE
+
+
+def test_bend_side_follows_the_setting(blender):
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(1.0, 0.0, 1.0), rotation=(0.0, math.pi / 2, 0.0))  # up axis along +X
+    ik = setup(bpy, obj, target)
+    sides = {}
+    for bend in ("REST", "TOWARD", "AWAY"):
+        ik.bend = bend
+        bpy.context.view_layer.update()
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        bpy.context.view_layer.update()
+        base, elbow, wrist = (np.array(obj.pose.bones[b].head) for b in ("b1", "b2", "b3"))
+        axis = (wrist - base) / np.linalg.norm(wrist - base)
+        up_side = axis_of(target) - axis * np.dot(axis_of(target), axis)
+        sides[bend] = np.dot(elbow - base, up_side) > 0
+    # "As Rest Pose": the side the rest pose bends to, relative to where its last bone points.
+    base, elbow, wrist, tail = (np.array(v) for v in (obj.data.bones["b1"].head_local, obj.data.bones["b2"].head_local,
+                                                      obj.data.bones["b3"].head_local, obj.data.bones["b3"].tail_local))
+    axis = (wrist - base) / np.linalg.norm(wrist - base)
+    last = tail - wrist
+    rest_side = np.dot(elbow - base - axis * np.dot(elbow - base, axis), last - axis * np.dot(last, axis)) > 0
+    assert not rest_side  # this arm's elbow bends away from where its hand points
+    assert sides == {"REST": rest_side, "TOWARD": True, "AWAY": False}
