@@ -1,0 +1,131 @@
+"""Live mode: follows the target, the pole, the armature and the frame; no feedback loop; survives reload."""
+import numpy as np
+
+from rigs import add_empty, angle_between, axis_of, build_arm, tip_and_direction
+
+
+def live_rig(bpy):
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    obj.blender_ik.target = target
+    bpy.context.view_layer.update()
+    return obj, target
+
+
+def on_target(obj, target):
+    tip, direction = tip_and_direction(obj)
+    return (np.linalg.norm(tip - np.array(target.matrix_world.translation)) < 2e-5
+            and angle_between(direction, axis_of(target)) < 2e-5)
+
+
+def test_turning_live_on_solves_and_moving_the_target_follows(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    assert not on_target(obj, target)
+    obj.blender_ik.live = True
+    assert on_target(obj, target)
+    target.location = (0.5, -0.6, 1.3)
+    target.rotation_euler = (1.0, 0.2, -0.3)
+    bpy.context.view_layer.update()  # depsgraph_update_post fires here, not on the assignment
+    assert on_target(obj, target)
+    obj.location = (0.3, 0.2, -0.1)  # the armature moves: the chain follows in world space
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+
+
+def test_frame_changes_follow_an_animated_target(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    scene = bpy.context.scene
+    target.location = (0.9, 0.3, 1.1)
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.2, -0.8, 1.0)
+    target.keyframe_insert("location", frame=20)
+    obj.blender_ik.live = True
+    for frame in (1, 7, 13, 20):
+        scene.frame_set(frame)
+        assert on_target(obj, target), frame
+
+
+def test_no_feedback_loop_and_no_work_when_nothing_moved(blender, monkeypatch):
+    bpy = blender
+    from blender_ik_addon import live, rig
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    calls = []
+    original = rig.solve_current
+    monkeypatch.setattr(rig, "solve_current", lambda *a: calls.append(1) or original(*a))
+    for _ in range(5):  # posing tags the armature; the updates that follow find nothing to do
+        bpy.context.view_layer.update()
+    assert calls == []
+    target.location.x += 0.1
+    for _ in range(5):
+        bpy.context.view_layer.update()
+    assert calls == [1]
+    assert on_target(obj, target)
+    del live
+
+
+def test_pole_moves_are_followed(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    pole = add_empty("Pole", location=(0.0, 2.0, 1.0))
+    obj.blender_ik.plane = "POLE"
+    obj.blender_ik.pole = pole
+    obj.blender_ik.live = True
+    before = np.array(obj.pose.bones["b2"].head)
+    pole.location = (0.0, -2.0, 1.0)
+    bpy.context.view_layer.update()
+    after = np.array(obj.pose.bones["b2"].head)
+    assert np.linalg.norm(after - before) > 0.1 and on_target(obj, target)
+
+
+def test_turning_live_off_leaves_the_pose(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    posed = [tuple(pb.rotation_quaternion) for pb in obj.pose.bones]
+    obj.blender_ik.live = False
+    assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == posed
+    target.location = (0.1, 0.1, 1.5)
+    bpy.context.view_layer.update()
+    assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == posed
+
+
+def test_errors_in_live_mode_are_shown_not_raised(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    target.scale = (1.0, 1.0, 0.0)
+    bpy.context.view_layer.update()
+    assert "zero scale" in obj.blender_ik.result_message
+
+
+def test_live_survives_save_and_reload(blender, tmp_path):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    path = str(tmp_path / "live.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    assert obj.blender_ik.live
+    target.location = (0.4, 0.7, 1.2)
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+
+
+def test_unregister_removes_every_handler(blender):
+    bpy = blender
+    import blender_ik_addon
+    from blender_ik_addon import live
+    handlers = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post,
+                bpy.app.handlers.load_post)
+    assert live.on_depsgraph_update in handlers[0]
+    blender_ik_addon.unregister()
+    try:
+        assert not any(h.__module__.startswith("blender_ik_addon") for hs in handlers for h in hs)
+    finally:
+        blender_ik_addon.register()
