@@ -1,0 +1,296 @@
+"""Blender tests for keys.py: the keys written are judged by what Blender evaluates, on every bpy version."""
+import math
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from blender_ik_addon import keys  # noqa: E402
+
+LAYERED = "action_slot" in bpy.types.AnimData.bl_rna.properties
+QUAT = 'pose.bones["B"].rotation_quaternion'
+EULER = 'pose.bones["B"].rotation_euler'
+LOCATION = 'pose.bones["B"].location'
+
+
+@pytest.fixture
+def empty_file():
+    """An empty Blender file; keys.py needs nothing of the rest of the add-on."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    yield bpy
+
+
+def make_rig(name="Rig", bone_name="B"):
+    armature = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, armature)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode='EDIT')
+    bone = armature.edit_bones.new(bone_name)
+    bone.head = (0.0, 0.0, 0.0)
+    bone.tail = (0.0, 1.0, 0.0)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return obj
+
+
+def make_empty(name="Empty"):
+    obj = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def random_quaternions(count, seed=0):
+    q = np.random.default_rng(seed).normal(size=(count, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q[q[:, 0] < 0] *= -1
+    return q
+
+
+def quaternion_channels(group="B"):
+    return [(QUAT, i, group) for i in range(4)]
+
+
+def evaluated(obj, path, frame, size):
+    """The value Blender evaluates for ``obj.path`` at ``frame`` (a subframe is allowed)."""
+    whole = math.floor(frame)
+    bpy.context.scene.frame_set(whole, subframe=frame - whole)
+    return np.array(obj.path_resolve(path)[:size])
+
+
+def key_snapshot(fcurve):
+    """Every key of ``fcurve`` as plain Python values, read one by one (independent of keys.py)."""
+    return [
+        {
+            "co": tuple(k.co), "handle_left": tuple(k.handle_left), "handle_right": tuple(k.handle_right),
+            "handle_left_type": k.handle_left_type, "handle_right_type": k.handle_right_type,
+            "interpolation": k.interpolation, "easing": k.easing, "type": k.type,
+            "back": k.back, "amplitude": k.amplitude, "period": k.period,
+        }
+        for k in fcurve.keyframe_points
+    ]
+
+
+def test_write_keys_creates_an_action_that_animates_the_bone(empty_file):
+    rig = make_rig()
+    frames = np.arange(1.0, 11.0)
+    values = random_quaternions(len(frames))
+
+    keys.write_keys(rig, quaternion_channels(), frames, values)
+
+    anim_data = rig.animation_data
+    assert anim_data.action is not None and anim_data.action.name == "RigAction"
+    if LAYERED:
+        assert anim_data.action_slot is not None
+    for frame, expected in zip(frames, values):
+        np.testing.assert_allclose(evaluated(rig, QUAT, frame, 4), expected, atol=1e-6)
+    # LINEAR by default: halfway between two keys is the average.
+    np.testing.assert_allclose(evaluated(rig, QUAT, 3.5, 4), (values[2] + values[3]) / 2, atol=1e-5)
+
+    fcurves = keys.object_fcurves(rig)
+    assert sorted((f.data_path, f.array_index) for f in fcurves) == [(QUAT, i) for i in range(4)]
+    for fcurve in fcurves:
+        assert fcurve.group is not None and fcurve.group.name == "B"
+        assert len(fcurve.keyframe_points) == len(frames)
+        for key in fcurve.keyframe_points:
+            assert key.interpolation == 'LINEAR'
+            assert (key.handle_left_type, key.handle_right_type) == ('AUTO_CLAMPED', 'AUTO_CLAMPED')
+            assert key.type == 'KEYFRAME'
+
+
+def test_interpolation_argument(empty_file):
+    rig = make_rig()
+    values = random_quaternions(3)
+    keys.write_keys(rig, quaternion_channels(), [1.0, 5.0, 9.0], values, interpolation="CONSTANT")
+    np.testing.assert_allclose(evaluated(rig, QUAT, 4.9, 4), values[0], atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, QUAT, 5.0, 4), values[1], atol=1e-6)
+
+    keys.write_keys(rig, quaternion_channels(), [1.0, 5.0, 9.0], values, interpolation="BEZIER")
+    # Auto-clamped handles were recalculated: the curve passes smoothly through the keys, not flat at 0.
+    fcurve = keys.find_fcurve(rig, QUAT, 0)
+    middle = fcurve.keyframe_points[1]
+    assert middle.interpolation == 'BEZIER'
+    assert middle.handle_left[0] < middle.co[0] < middle.handle_right[0]
+    np.testing.assert_allclose(evaluated(rig, QUAT, 5.0, 4), values[1], atol=1e-6)
+
+
+def test_keys_outside_the_range_are_kept_and_inside_replaced(empty_file):
+    rig = make_rig()
+    bone = rig.pose.bones["B"]
+    for frame in (1, 5, 20, 30):
+        bone.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
+        rig.keyframe_insert(QUAT, frame=frame, group="B")
+        bone.location = (0.0, 0.0, float(frame))
+        rig.keyframe_insert(LOCATION, index=2, frame=frame, group="B")
+    w = keys.find_fcurve(rig, QUAT, 0)
+    first, last = w.keyframe_points[0], w.keyframe_points[3]
+    first.interpolation = 'CONSTANT'
+    first.type = 'BREAKDOWN'
+    first.handle_left_type = first.handle_right_type = 'FREE'
+    first.handle_left = (0.25, 0.5)
+    first.handle_right = (2.5, 3.0)
+    last.interpolation = 'ELASTIC'
+    last.easing = 'EASE_IN'
+    last.amplitude = 2.0
+    last.type = 'EXTREME'
+    last.handle_left_type = last.handle_right_type = 'FREE'
+    last.handle_left = (28.0, -1.0)
+    last.handle_right = (33.0, 4.0)
+    location_before = key_snapshot(keys.find_fcurve(rig, LOCATION, 2))
+    location_at_12 = evaluated(rig, LOCATION, 12.0, 3)
+    kept_before = [key_snapshot(keys.find_fcurve(rig, QUAT, i)) for i in range(4)]
+
+    frames = np.arange(5.0, 21.0)
+    values = random_quaternions(len(frames))
+    keys.write_keys(rig, quaternion_channels(), frames, values)
+
+    def without_handles(key):
+        # Automatic handles of kept keys are recalculated for their new neighbours, as in Blender.
+        return {name: value for name, value in key.items() if name not in ("handle_left", "handle_right")}
+
+    for index in range(4):
+        after = key_snapshot(keys.find_fcurve(rig, QUAT, index))
+        assert [k["co"][0] for k in after] == [1.0, *frames, 30.0]
+        assert without_handles(after[0]) == without_handles(kept_before[index][0])
+        assert without_handles(after[-1]) == without_handles(kept_before[index][-1])
+    # The edited keys on W keep every attribute, handles included (FREE handles are never recalculated).
+    after_w = key_snapshot(w)
+    assert after_w[0] == kept_before[0][0]
+    assert after_w[-1] == kept_before[0][-1]
+    assert after_w[-1]["interpolation"] == 'ELASTIC' and after_w[-1]["easing"] == 'EASE_IN'
+    # The other channel of the same bone and group is untouched.
+    assert key_snapshot(keys.find_fcurve(rig, LOCATION, 2)) == location_before
+    assert len(keys.object_fcurves(rig)) == 5
+
+    for frame, expected in zip(frames, values):
+        np.testing.assert_allclose(evaluated(rig, QUAT, frame, 4), expected, atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, QUAT, 1.0, 4), (1.0, 0.1, 0.0, 0.0), atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, QUAT, 30.0, 4), (1.0, 3.0, 0.0, 0.0), atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, LOCATION, 12.0, 3), location_at_12, atol=1e-6)
+
+
+def test_second_bake_over_a_sub_range(empty_file):
+    rig = make_rig()
+    frames = np.arange(1.0, 31.0)
+    first = random_quaternions(len(frames), seed=1)
+    keys.write_keys(rig, quaternion_channels(), frames, first)
+    inner = (frames >= 10) & (frames <= 20)
+    second = random_quaternions(int(inner.sum()), seed=2)
+    # A frame a hair off the stored one still counts as inside the range.
+    keys.write_keys(rig, quaternion_channels(), frames[inner] + np.r_[-1e-5, np.zeros(inner.sum() - 1)], second)
+
+    expected = first.copy()
+    expected[inner] = second
+    for frame, value in zip(frames, expected):
+        np.testing.assert_allclose(evaluated(rig, QUAT, frame, 4), value, atol=1e-5)
+    assert all(len(f.keyframe_points) == len(frames) for f in keys.object_fcurves(rig))
+    assert len(keys.object_fcurves(rig)) == 4
+    assert len(bpy.data.actions) == 1
+
+
+def test_euler_channels(empty_file):
+    rig = make_rig()
+    rig.pose.bones["B"].rotation_mode = 'XYZ'
+    frames = np.array([1.0, 2.0, 4.0, 8.0])
+    values = np.random.default_rng(3).uniform(-3.0, 3.0, size=(len(frames), 3))
+    keys.write_keys(rig, [(EULER, i, "B") for i in range(3)], frames, values)
+    for frame, expected in zip(frames, values):
+        np.testing.assert_allclose(evaluated(rig, EULER, frame, 3), expected, atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, EULER, 3.0, 3), (values[1] + values[2]) / 2, atol=1e-5)
+
+
+def test_object_fcurves_and_find_fcurve_read_keyframe_insert_animation(empty_file):
+    empty = make_empty()
+    for frame, x in ((1, 0.0), (10, 2.0)):
+        empty.location = (x, 2 * x, 3 * x)
+        empty.keyframe_insert("location", frame=frame)
+
+    fcurves = keys.object_fcurves(empty)
+    assert sorted((f.data_path, f.array_index) for f in fcurves) == [("location", i) for i in range(3)]
+    y = keys.find_fcurve(empty, "location", 1)
+    assert y is not None and y.array_index == 1
+    assert y.evaluate(10.0) == pytest.approx(4.0)
+    assert keys.find_fcurve(empty, "location", 3) is None
+    assert keys.find_fcurve(empty, "rotation_euler", 0) is None
+
+
+def test_unanimated_objects_have_no_fcurves(empty_file):
+    empty = make_empty()
+    assert keys.object_fcurves(empty) == []
+    assert keys.find_fcurve(empty, "location", 0) is None
+    empty.animation_data_create()
+    assert keys.object_fcurves(empty) == []
+    keys.ensure_action(empty)
+    assert keys.object_fcurves(empty) == []
+
+
+def test_ensure_action(empty_file):
+    empty = make_empty("Target")
+    action = keys.ensure_action(empty)
+    assert action.name == "TargetAction"
+    assert empty.animation_data.action == action
+    if LAYERED:
+        assert empty.animation_data.action_slot is not None
+        assert len(action.slots) == 1
+    assert keys.ensure_action(empty, name="Other") == action
+    if LAYERED:
+        assert len(action.slots) == 1
+
+    other = make_empty("Other")
+    assert keys.ensure_action(other, name="Custom").name == "Custom"
+
+
+@pytest.mark.skipif(not LAYERED, reason="slots exist from Blender 4.4")
+def test_each_object_sees_only_its_own_slot_of_a_shared_action(empty_file):
+    a, b = make_empty("A"), make_empty("B")
+    keys.write_keys(a, [("location", 0, "")], [1.0, 2.0], [[1.0], [2.0]])
+    b.animation_data_create().action = a.animation_data.action
+    action = keys.ensure_action(b)
+    assert action == a.animation_data.action
+    assert b.animation_data.action_slot is not None
+    assert b.animation_data.action_slot != a.animation_data.action_slot
+    keys.write_keys(b, [("scale", 2, "")], [1.0, 2.0], [[5.0], [6.0]])
+
+    assert [(f.data_path, f.array_index) for f in keys.object_fcurves(a)] == [("location", 0)]
+    assert [(f.data_path, f.array_index) for f in keys.object_fcurves(b)] == [("scale", 2)]
+    bpy.context.scene.frame_set(2)
+    assert a.location[0] == pytest.approx(2.0) and a.scale[2] == pytest.approx(1.0)
+    assert b.scale[2] == pytest.approx(6.0) and b.location[0] == pytest.approx(0.0)
+
+
+def test_bad_shapes_are_refused_before_anything_changes(empty_file):
+    rig = make_rig()
+    with pytest.raises(ValueError):
+        keys.write_keys(rig, quaternion_channels(), [1.0, 2.0], np.zeros((2, 3)))
+    with pytest.raises(ValueError):
+        keys.write_keys(rig, quaternion_channels(), [2.0, 1.0], np.zeros((2, 4)))
+    with pytest.raises(ValueError):
+        keys.write_keys(rig, quaternion_channels(), [1.0, 2.0], np.zeros((2, 4)), interpolation="SMOOTH")
+    assert rig.animation_data is None
+    assert len(bpy.data.actions) == 0
+
+
+def test_selection_helpers_round_trip(empty_file):
+    rig = make_rig()
+    bone = rig.pose.bones["B"]
+    for selected in (True, False, True):
+        keys.set_pose_bone_selected(bone, selected)
+        assert keys.is_pose_bone_selected(bone) is selected
+
+
+def python_handlers():
+    found = []
+    for name in dir(bpy.app.handlers):
+        handlers = getattr(bpy.app.handlers, name)
+        if isinstance(handlers, list):
+            found += [(name, handler) for handler in handlers if callable(handler)]
+    return found
+
+
+def test_no_handlers_are_added(empty_file):
+    # Blender's own startup scripts have handlers of their own: compare with what was there before.
+    before = python_handlers()
+    rig = make_rig()
+    keys.write_keys(rig, quaternion_channels(), [1.0, 2.0], random_quaternions(2))
+    keys.set_pose_bone_selected(rig.pose.bones["B"], True)
+    assert python_handlers() == before
