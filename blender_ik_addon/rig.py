@@ -1,9 +1,10 @@
 """Read and validate a chain and its target; turn solver output into local bone rotations.
 
 Everything is in the armature object's space (the space of ``PoseBone.matrix``), with the bones' rest
-lengths. Blender poses a bone as ``M = A · basis``, where ``A`` (the bone's frame before its own
-rotation) depends only on its parent's pose and its rest data. So for the chain's first bone ``A₁``
-is read from Blender (``M₁ · basis₁⁻¹``), which covers any parent and any inheritance mode; for the
+lengths. Blender poses a bone as ``M = A · R · S``, where ``A`` (the bone's frame before its own
+rotation and scale) depends only on its parent's pose, its rest data and its location. So for the
+chain's first bone ``A₁`` is read from Blender (``M₁ · (R₁S₁)⁻¹``), which covers any parent and any
+inheritance mode; for the
 next two it is ``M_parent · K`` with a constant offset ``K`` from the rest data.
 
 Bone rotations map each bone's rest frame (its link direction, and the rest bend-plane normal) onto
@@ -190,12 +191,13 @@ def check_target(chain, target, options, pole=None):
 
 
 def base_matrix(chain):
-    """``A₁``: the first bone's frame before its own rotation, from the current pose (4, 4)."""
+    """``A₁``: the first bone's frame before its own rotation and scale, from the current pose (4, 4).
+
+    ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts)."""
     pose_bone = chain.pose_bones[0]
-    basis = _matrix(pose_bone.matrix_basis)
-    if pose_bone.bone.use_connect:
-        basis[:3, 3] = 0.0
-    return _matrix(pose_bone.matrix) @ np.linalg.inv(basis)
+    rotation_scale = _matrix(pose_bone.matrix_basis)
+    rotation_scale[:3, 3] = 0.0
+    return _matrix(pose_bone.matrix) @ np.linalg.inv(rotation_scale)
 
 
 def current_normal(chain):

@@ -230,6 +230,8 @@ def test_degenerate_input_gives_a_finite_pose(blender):
 def test_unconnected_chain_is_solved_exactly(blender):
     bpy = blender
     obj = build_arm(connected=False, directions=[(0, 0, 1), (0.5, 0.2, 0.8), (1, 0, 0.2)])
+    assert not obj.data.bones["b1"].use_connect
+    obj.pose.bones["b1"].location = (0.1, -0.05, 0.02)  # an unconnected first bone moved in the pose
     obj.pose.bones["b2"].location = (0.02, 0.01, -0.03)
     target = add_empty(location=(0.7, 0.3, 1.2), rotation=(0.5, 0.2, -0.4))
     setup(bpy, obj, target)
