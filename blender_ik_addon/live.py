@@ -7,6 +7,8 @@ that posing triggers finds nothing to do: no feedback loop, and no cost when not
 The handlers are ``@persistent`` and stay registered across file loads; ``load_post`` re-reads which
 armatures are live. ``unregister()`` removes every handler added here.
 """
+import contextlib
+
 import bpy
 from bpy.app.handlers import persistent
 
@@ -64,6 +66,17 @@ def follow(scene):
             solve_live(armature, scene)
     finally:
         _busy = False
+
+
+@contextlib.contextmanager
+def paused():
+    """No live solving inside (a bake steps through frames and writes its own keys)."""
+    global _busy
+    was_busy, _busy = _busy, True
+    try:
+        yield
+    finally:
+        _busy = was_busy
 
 
 @persistent

@@ -5,7 +5,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from . import rig
+from . import bake, rig
 
 
 def _armature_poll(cls, context):
@@ -110,7 +110,57 @@ class BLENDER_IK_OT_add_target(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target)
+class BLENDER_IK_OT_bake(bpy.types.Operator):
+    """Bake the chain's IK to rotation keyframes over a frame range (keys outside the range are kept)"""
+
+    bl_idname = "blender_ik.bake"
+    bl_label = "Bake IK"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_start: bpy.props.IntProperty(name="Start Frame", min=-1048574, max=1048574,
+                                       description="First frame to bake (default: the scene or preview range)")
+    frame_end: bpy.props.IntProperty(name="End Frame", min=-1048574, max=1048574,
+                                     description="Last frame to bake (default: the scene or preview range)")
+    step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000, description="Key every n-th frame")
+    interpolation: bpy.props.EnumProperty(
+        name="Interpolation", default="LINEAR",
+        items=[("LINEAR", "Linear", "Straight lines between the baked keys"),
+               ("BEZIER", "Bezier", "Smooth curves through the baked keys"),
+               ("CONSTANT", "Constant", "Hold each key until the next")],
+        description="Interpolation of the new keys")
+
+    poll = classmethod(_armature_poll)
+
+    def _fill_range(self, context):
+        start, end = bake.scene_range(context.scene)
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = end
+
+    def invoke(self, context, event):
+        self._fill_range(context)
+        return context.window_manager.invoke_props_dialog(self)
+
+    def execute(self, context):
+        self._fill_range(context)
+        armature = context.active_object
+        window_manager = context.window_manager
+        window_manager.progress_begin(0, 100)
+        try:
+            result = bake.bake_chain(context.scene, armature, self.frame_start, self.frame_end, self.step,
+                                     self.interpolation,
+                                     progress=lambda done, total: window_manager.progress_update(100 * done / total))
+        except rig.RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        finally:
+            window_manager.progress_end()
+        self.report({"INFO"}, result.summary())
+        return {"FINISHED"}
+
+
+classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -59,7 +59,9 @@ class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
         name="Live", default=False, update=_live_changed,
         description="Re-solve whenever the target, the pole, the armature or the frame changes")
 
-    # Bake range (the Bake sub-panel); the operator takes them as its defaults.
+    # The Bake sub-panel's range.
+    bake_use_scene_range: BoolProperty(name="Scene Range", default=True,
+                                       description="Bake the scene's frame range (or its preview range when on)")
     bake_frame_start: IntProperty(name="Start", default=1, min=-1048574, max=1048574,
                                   description="First frame to bake")
     bake_frame_end: IntProperty(name="End", default=250, min=-1048574, max=1048574, description="Last frame to bake")

@@ -141,3 +141,57 @@ def matrices_to_channels(matrices, mode, previous=None):
     if mode == "QUATERNION":
         return continuous_quaternions(matrix_to_quaternion(matrices), previous)
     raise ValueError(f"unknown rotation mode {mode!r}")
+
+
+def _axis_rotation(axis, angle):
+    c, s = np.cos(angle), np.sin(angle)
+    one, zero = np.ones_like(angle), np.zeros_like(angle)
+    if axis == "X":
+        rows = [(one, zero, zero), (zero, c, -s), (zero, s, c)]
+    elif axis == "Y":
+        rows = [(c, zero, s), (zero, one, zero), (-s, zero, c)]
+    else:
+        rows = [(c, -s, zero), (s, c, zero), (zero, zero, one)]
+    return np.stack([np.stack(row, -1) for row in rows], -2)
+
+
+def euler_to_matrix(angles, order="XYZ"):
+    """(..., 3) Euler angles (x, y, z) -> (..., 3, 3); order 'XYZ' applies X first: R = Rz·Ry·Rx."""
+    angles = np.asarray(angles, dtype=np.float64)
+    result = None
+    for axis in order:
+        rotation = _axis_rotation(axis, angles[..., "XYZ".index(axis)])
+        result = rotation if result is None else rotation @ result
+    return result
+
+
+def quaternion_to_matrix(q):
+    """(..., 4) quaternions (w, x, y, z), normalised first as Blender does -> (..., 3, 3)."""
+    q = np.asarray(q, dtype=np.float64)
+    length = np.linalg.norm(q, axis=-1, keepdims=True)
+    q = np.where(length > 0.0, q / np.where(length > 0.0, length, 1.0), [1.0, 0.0, 0.0, 0.0])
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+
+
+def axis_angle_to_matrix(values):
+    """(..., 4) as (angle, x, y, z) -> (..., 3, 3); a zero axis is the identity."""
+    values = np.asarray(values, dtype=np.float64)
+    half = 0.5 * values[..., 0]
+    axis = values[..., 1:]
+    length = np.linalg.norm(axis, axis=-1, keepdims=True)
+    unit = np.where(length > 0.0, axis / np.where(length > 0.0, length, 1.0), 0.0)
+    q = np.concatenate([np.where(length[..., 0] > 0.0, np.cos(half), 1.0)[..., None], unit * np.sin(half)[..., None]], -1)
+    return quaternion_to_matrix(q)
+
+
+def channels_to_matrix(values, mode):
+    """Channel values of a rotation mode -> (..., 3, 3)."""
+    if mode in EULER_ORDERS:
+        return euler_to_matrix(values, mode)
+    if mode == "AXIS_ANGLE":
+        return axis_angle_to_matrix(values)
+    return quaternion_to_matrix(values)

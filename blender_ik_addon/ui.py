@@ -61,7 +61,34 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             box.label(text="Not solved yet")
 
 
-classes = (VIEW3D_PT_blender_ik,)
+class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IK"
+    bl_label = "Bake"
+    bl_parent_id = "VIEW3D_PT_blender_ik"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        from .bake import scene_range
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        settings = context.active_object.blender_ik
+        layout.prop(settings, "bake_use_scene_range")
+        column = layout.column(align=True)
+        column.enabled = not settings.bake_use_scene_range
+        column.prop(settings, "bake_frame_start")
+        column.prop(settings, "bake_frame_end")
+        layout.prop(settings, "bake_step")
+        start, end = (scene_range(context.scene) if settings.bake_use_scene_range
+                      else (settings.bake_frame_start, settings.bake_frame_end))
+        layout.operator_context = "EXEC_DEFAULT"
+        operator = layout.operator("blender_ik.bake", icon="KEYINGSET", text=f"Bake Frames {start}-{end}")
+        operator.frame_start, operator.frame_end, operator.step = start, end, settings.bake_step
+
+
+classes = (VIEW3D_PT_blender_ik, VIEW3D_PT_blender_ik_bake)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

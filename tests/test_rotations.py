@@ -88,3 +88,19 @@ def test_euler_keys_have_no_jumps(order):
     # Continuous with the bone's current value: a previous angle near 2π keeps the keys near 2π.
     shifted = rotations.matrices_to_channels(matrices[:3], order, previous=values[0] + 2 * math.pi)
     np.testing.assert_allclose(shifted[0], values[0] + 2 * math.pi, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", rotations.EULER_ORDERS + ("QUATERNION", "AXIS_ANGLE"))
+def test_channels_to_matrix_matches_mathutils(mathutils, mode):
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        if mode in rotations.EULER_ORDERS:
+            values = rng.uniform(-4, 4, 3)
+            theirs = mathutils.Euler(values.tolist(), mode).to_matrix()
+        elif mode == "QUATERNION":
+            values = rng.normal(size=4) * 2.0  # not unit: Blender normalises
+            theirs = mathutils.Quaternion(values.tolist()).normalized().to_matrix()
+        else:
+            values = np.concatenate([[rng.uniform(-4, 4)], rng.normal(size=3)])
+            theirs = mathutils.Matrix.Rotation(values[0], 3, mathutils.Vector(values[1:]).normalized())
+        np.testing.assert_allclose(rotations.channels_to_matrix(values, mode), np.array(theirs), atol=1e-6)

@@ -1,0 +1,183 @@
+"""World matrices of the target, the pole, the armature, and the chain's base, for a list of frames.
+
+Two ways, giving the same matrices:
+
+- **Direct**: when an object's world matrix depends only on its own F-curves (no constraints,
+  drivers, NLA, rigid body, and a parent, if any, that is itself of that kind), its transform
+  channels are evaluated from the F-curves and composed as Blender does
+  (``parent · parent_inverse · T(loc + Δloc) · ΔR · R · S(scale · Δscale)``). The scene's frame
+  never changes, so the cost does not depend on how heavy the rest of the scene is.
+- **Per frame**: otherwise, ``scene.frame_set`` on each frame and read what Blender evaluated.
+
+The chain's base ``A₁`` (armature space) is constant unless something animates the bones above the
+chain or the first bone's location/scale, or constraints or drivers could; then it is read per frame.
+"""
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from . import keys, rig, rotations
+
+_ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+
+
+def _is_muted(fcurve):
+    return fcurve.mute or (fcurve.group is not None and fcurve.group.mute)
+
+
+def direct_reason(obj, scene):
+    """Why ``obj``'s world matrix cannot be read straight from its F-curves, or None if it can."""
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        return "the scene remaps time"
+    while obj is not None:
+        if len(obj.constraints):
+            return f"'{obj.name}' has constraints"
+        if obj.rigid_body is not None:
+            return f"'{obj.name}' is a rigid body"
+        animation = obj.animation_data
+        if animation is not None:
+            if len(animation.drivers):
+                return f"'{obj.name}' has drivers"
+            if any(not track.mute for track in animation.nla_tracks):
+                return f"'{obj.name}' has NLA tracks"
+            if animation.action is not None and (
+                    animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
+                    or getattr(animation.action, "use_frame_range", False)):
+                return f"'{obj.name}' blends or loops its action"
+        if obj.parent is not None and obj.parent_type != "OBJECT":
+            return f"'{obj.name}' has a {obj.parent_type.lower()} parent"
+        obj = obj.parent
+    return None
+
+
+def _channel(obj, curves, path, frames):
+    """(F, n) values of one transform property: F-curves where animated, the stored value elsewhere."""
+    static = np.array(tuple(getattr(obj, path)), dtype=np.float64)
+    values = np.tile(static, (len(frames), 1))
+    for index in range(len(static)):
+        fcurve = curves.get((path, index))
+        if fcurve is not None and not _is_muted(fcurve):
+            evaluate = fcurve.evaluate
+            values[:, index] = [evaluate(frame) for frame in frames]
+    return values
+
+
+def _basis_matrices(obj, frames):
+    curves = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in keys.object_fcurves(obj)}
+    mode = obj.rotation_mode
+    location = _channel(obj, curves, "location", frames) + _channel(obj, curves, "delta_location", frames)
+    scale = _channel(obj, curves, "scale", frames) * _channel(obj, curves, "delta_scale", frames)
+    rotation = rotations.channels_to_matrix(
+        _channel(obj, curves, _ROTATION_PATHS.get(mode, "rotation_euler"), frames), mode)
+    if mode == "QUATERNION":
+        rotation = rotations.channels_to_matrix(_channel(obj, curves, "delta_rotation_quaternion", frames),
+                                                mode) @ rotation
+    elif mode != "AXIS_ANGLE":  # axis-angle has no delta rotation that Python can set
+        rotation = rotations.channels_to_matrix(_channel(obj, curves, "delta_rotation_euler", frames),
+                                                mode) @ rotation
+    matrices = np.zeros((len(frames), 4, 4))
+    matrices[:, :3, :3] = rotation * scale[:, None, :]
+    matrices[:, :3, 3] = location
+    matrices[:, 3, 3] = 1.0
+    return matrices
+
+
+def direct_world_matrices(obj, frames):
+    """(F, 4, 4) world matrices from the object's (and its parents') F-curves; see direct_reason()."""
+    frames = np.asarray(frames, dtype=np.float64)
+    matrices = _basis_matrices(obj, frames)
+    if obj.parent is not None:
+        parent_inverse = rig._matrix(obj.matrix_parent_inverse)
+        matrices = direct_world_matrices(obj.parent, frames) @ parent_inverse @ matrices
+    return matrices
+
+
+def base_reason(chain):
+    """Why the chain's base A₁ may change from frame to frame, or None when it is constant."""
+    armature = chain.armature
+    pose_bone = chain.pose_bones[0]
+    ancestors = []
+    parent = pose_bone.parent
+    while parent is not None:
+        ancestors.append(parent)
+        parent = parent.parent
+    if armature.animation_data is not None and len(armature.animation_data.drivers):
+        return f"'{armature.name}' has drivers"
+    if armature.animation_data is not None and any(not t.mute for t in armature.animation_data.nla_tracks):
+        return f"'{armature.name}' has NLA tracks"
+    for bone in ancestors + chain.pose_bones:
+        if len(bone.constraints):
+            return f"bone '{bone.name}' has constraints"
+    def bone_path(bone):
+        return f'pose.bones["{bpy.utils.escape_identifier(bone.name)}"].'
+
+    above = tuple(bone_path(bone) for bone in ancestors)
+    first = bone_path(pose_bone)
+    for fcurve in keys.object_fcurves(armature):
+        if _is_muted(fcurve):
+            continue
+        if above and fcurve.data_path.startswith(above):
+            return "a bone above the chain is animated"
+        if fcurve.data_path in (first + "location", first + "scale"):
+            return f"bone '{pose_bone.name}' has animated location or scale"
+    return None
+
+
+@dataclass
+class Samples:
+    target: np.ndarray  # (F, 4, 4) in the armature's space
+    pole: np.ndarray  # (F, 3) in the armature's space, or None
+    base: np.ndarray  # (F, 4, 4) A₁
+    direct: bool  # nothing needed the scene's frame to change
+    reasons: list  # why some part was sampled per frame
+
+
+def sample(scene, chain, target, pole, frames, progress=None):
+    """Sample everything the solve reads over ``frames``. ``progress(done, total)`` is called per frame
+    on the per-frame path. Restores the scene's frame (and subframe) afterwards."""
+    armature = chain.armature
+    frames = np.asarray(frames)
+    count = len(frames)
+    objects = {"armature": armature, "target": target}
+    if pole is not None:
+        objects["pole"] = pole
+    reasons = {}
+    world = {}
+    for role, obj in objects.items():
+        reason = direct_reason(obj, scene)
+        if reason is None:
+            world[role] = direct_world_matrices(obj, frames)
+        else:
+            reasons[role] = reason
+    base_changes = base_reason(chain)
+    base = None
+    if base_changes is None:
+        base = np.broadcast_to(rig.base_matrix(chain), (count, 4, 4))
+    else:
+        reasons["base"] = base_changes
+
+    if reasons:
+        per_frame = {role: np.empty((count, 4, 4)) for role in reasons}
+        frame, subframe = scene.frame_current, scene.frame_subframe
+        try:
+            for index, value in enumerate(frames.tolist()):
+                scene.frame_set(int(value))
+                for role in per_frame:
+                    if role == "base":
+                        per_frame[role][index] = rig.base_matrix(chain)
+                    else:
+                        per_frame[role][index] = rig._matrix(objects[role].matrix_world)
+                if progress is not None:
+                    progress(index + 1, count)
+        finally:
+            scene.frame_set(frame, subframe=subframe)
+        base = per_frame.pop("base", base)
+        world.update(per_frame)
+
+    to_armature = np.linalg.inv(world["armature"])
+    target_matrices = to_armature @ world["target"]
+    pole_points = None
+    if pole is not None:
+        pole_points = (to_armature @ world["pole"])[:, :3, 3]
+    return Samples(target_matrices, pole_points, np.asarray(base), not reasons, list(reasons.values()))
