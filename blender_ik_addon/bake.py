@@ -76,6 +76,7 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
         raise rig.RigError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
     settings = armature.blender_ik
     options = rig.Options.from_settings(settings)
+    rig.evaluate_now()
     chain = rig.read_chain(armature, settings.tip_bone)
     rig.check_target(chain, settings.target, options, settings.pole)
     frames = np.arange(frame_start, frame_end + 1, step)

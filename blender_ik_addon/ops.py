@@ -41,6 +41,7 @@ class BLENDER_IK_OT_solve(bpy.types.Operator):
     def execute(self, context):
         armature = context.active_object
         settings = armature.blender_ik
+        rig.evaluate_now()
         try:
             chain, solve = rig.solve_current(armature, settings)
         except rig.RigError as error:
@@ -85,6 +86,7 @@ class BLENDER_IK_OT_add_target(bpy.types.Operator):
     def execute(self, context):
         armature = context.active_object
         settings = armature.blender_ik
+        rig.evaluate_now()
         try:
             names = rig.chain_names(armature, settings.tip_bone)
             rig.read_chain(armature, settings.tip_bone)

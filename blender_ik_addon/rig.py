@@ -315,9 +315,17 @@ def pose_chain(chain, local_rotations):
         set_rotation(pose_bone, values[0])
 
 
+def evaluate_now():
+    """Bring evaluated matrices up to date: a script may have changed a pose or a transform since
+    the last evaluation, and ``PoseBone.matrix`` and ``matrix_world`` would still show the old one."""
+    import bpy
+    bpy.context.view_layer.update()
+
+
 def solve_current(armature, settings):
-    """Validate everything, then solve for the scene as it is now. Returns ``(chain, ChainSolve)``;
-    changes nothing (pose it with :func:`pose_chain`)."""
+    """Validate everything, then solve for the scene as last evaluated. Returns ``(chain, ChainSolve)``;
+    changes nothing (pose it with :func:`pose_chain`). Outside a depsgraph handler, call
+    :func:`evaluate_now` first."""
     options = Options.from_settings(settings)
     chain = read_chain(armature, settings.tip_bone)
     target, pole = check_target(chain, settings.target, options, settings.pole)

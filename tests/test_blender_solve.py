@@ -265,3 +265,19 @@ def test_bend_side_follows_the_setting(blender):
     rest_side = np.dot(elbow - base - axis * np.dot(elbow - base, axis), last - axis * np.dot(last, axis)) > 0
     assert not rest_side  # this arm's elbow bends away from where its hand points
     assert sides == {"REST": rest_side, "TOWARD": True, "AWAY": False}
+
+
+def test_solve_sees_pose_changes_a_script_made_without_an_update(blender):
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.0), rotation=(0.2, 0.1, 0.3))
+    setup(bpy, obj, target)
+    bpy.context.view_layer.update()
+    root = obj.pose.bones["root"]
+    root.rotation_mode = "XYZ"
+    root.rotation_euler = (0.3, -0.2, 0.5)  # no depsgraph update before the solve
+    target.location = (0.7, 0.5, 1.1)
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    assert np.linalg.norm(tip - np.array(target.matrix_world.translation)) < POSITION_TOLERANCE * 2.2
+    assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE

@@ -1,0 +1,251 @@
+"""Bake: replay the keys with no solver in the loop and judge Blender's evaluated pose."""
+import math
+
+import numpy as np
+import pytest
+
+from rigs import add_empty, angle_between, axis_of, build_arm, chain_length_world, tip_and_direction
+
+POSITION_TOLERANCE = 1e-5
+ANGLE_TOLERANCE = 2e-5
+
+
+def animate_target(target, frames=range(1, 61, 10), seed=0):
+    """Keys on location and rotation along a wandering path the arm mostly reaches."""
+    rng = np.random.default_rng(seed)
+    for frame in frames:
+        angle = frame * 0.15
+        target.location = (0.8 * math.cos(angle), 0.8 * math.sin(angle), 1.0 + 0.3 * math.sin(2 * angle))
+        target.rotation_euler = tuple(rng.uniform(-1.2, 1.2, 3))
+        target.keyframe_insert("location", frame=frame)
+        target.keyframe_insert("rotation_euler", frame=frame)
+
+
+def setup(bpy, modes=("QUATERNION",) * 3, **arm):
+    obj = build_arm(modes=modes, **arm)
+    target = add_empty()
+    animate_target(target)
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    obj.blender_ik.target = target
+    return obj, target
+
+
+def replay_errors(bpy, obj, target, frames, up_axis="Z"):
+    """Clear the IK settings and play the keys back: per frame, tip distance and direction angle."""
+    obj.blender_ik.target = None
+    errors = []
+    for frame in frames:
+        bpy.context.scene.frame_set(int(frame))
+        tip, direction = tip_and_direction(obj)
+        errors.append((np.linalg.norm(tip - np.array(target.matrix_world.translation)),
+                       angle_between(direction, axis_of(target, up_axis))))
+    return np.array(errors)
+
+
+def check_replay(bpy, obj, target, result, up_axis="Z"):
+    reachable = [f for f in result.frames if f not in set(result.unreachable)]
+    assert len(reachable) > 0.5 * len(result.frames)
+    errors = replay_errors(bpy, obj, target, reachable, up_axis)
+    assert errors[:, 0].max() < POSITION_TOLERANCE * chain_length_world(obj)
+    assert errors[:, 1].max() < ANGLE_TOLERANCE
+
+
+def rotation_keys(obj, bone, path):
+    from blender_ik_addon import keys
+    data_path = f'pose.bones["{bone}"].{path}'
+    curves = [c for c in keys.object_fcurves(obj) if c.data_path == data_path]
+    curves.sort(key=lambda c: c.array_index)
+    return [np.array([tuple(k.co) for k in c.keyframe_points]) for c in curves]
+
+
+def test_animated_empty_bakes_exactly_through_the_direct_path(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    bpy.context.scene.frame_set(17)
+    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    assert result.direct and len(result.frames) == 60
+    assert bpy.context.scene.frame_current == 17  # restored
+    check_replay(bpy, obj, target, result)
+    q = np.stack([k[:, 1] for k in rotation_keys(obj, "b1", "rotation_quaternion")], -1)
+    assert q.shape == (60, 4)
+    assert np.all(np.einsum("ij,ij->i", q[1:], q[:-1]) > 0)  # one hemisphere throughout
+
+
+@pytest.mark.parametrize("modes", [("XYZ", "ZXY", "YZX"), ("AXIS_ANGLE", "XZY", "QUATERNION")])
+def test_euler_and_axis_angle_bones_bake_without_jumps(blender, modes):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy, modes=modes)
+    # Spin the target twice around so the angles wind past ±π.
+    fcurves = [c for c in target.animation_data.action.fcurves] if hasattr(target.animation_data.action, "fcurves") \
+        else None
+    del fcurves
+    for frame in range(1, 61, 5):
+        target.rotation_euler = (0.3, 0.2, frame * 0.25)
+        target.keyframe_insert("rotation_euler", frame=frame)
+    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    check_replay(bpy, obj, target, result)
+    for bone, mode in zip(("b1", "b2", "b3"), modes):
+        if mode in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
+            values = np.stack([k[:, 1] for k in rotation_keys(obj, bone, "rotation_euler")], -1)
+            assert np.abs(np.diff(values, axis=0)).max() < 1.0, bone
+
+
+def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    holder = add_empty("Holder")
+    holder.keyframe_insert("location", frame=1)
+    holder.location = (0.1, -0.2, 0.15)
+    holder.keyframe_insert("location", frame=60)
+    target.parent = holder
+    constraint = target.constraints.new("LIMIT_LOCATION")
+    constraint.use_max_z, constraint.max_z = True, 1.15
+    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    assert not result.direct and any("constraints" in reason for reason in result.reasons)
+    check_replay(bpy, obj, target, result)
+
+
+def test_animated_armature_and_parent_bone(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    obj.location = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("location", frame=1)
+    obj.rotation_euler = (0.0, 0.0, 0.4)
+    obj.location = (0.2, 0.1, -0.1)
+    obj.keyframe_insert("location", frame=60)
+    obj.keyframe_insert("rotation_euler", frame=60)
+    root = obj.pose.bones["root"]
+    root.rotation_mode = "XYZ"
+    root.keyframe_insert("rotation_euler", frame=1)
+    root.rotation_euler = (0.3, -0.2, 0.25)
+    root.keyframe_insert("rotation_euler", frame=60)
+    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    assert not result.direct and any("above the chain" in reason for reason in result.reasons)
+    check_replay(bpy, obj, target, result)
+
+
+def test_step_keys_every_nth_frame(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    result = bake.bake_chain(bpy.context.scene, obj, 5, 45, step=4)
+    assert list(result.frames) == list(range(5, 46, 4))
+    frames = rotation_keys(obj, "b2", "rotation_quaternion")[0][:, 0]
+    assert list(frames) == list(range(5, 46, 4))
+    check_replay(bpy, obj, target, result)
+
+
+def test_keys_outside_the_range_and_other_channels_are_kept(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    b1, b2 = obj.pose.bones["b1"], obj.pose.bones["b2"]
+    b1.rotation_quaternion = (0.9, 0.3, 0.0, 0.1)
+    b1.keyframe_insert("rotation_quaternion", frame=1)
+    b1.keyframe_insert("rotation_quaternion", frame=100)
+    b1.keyframe_insert("rotation_quaternion", frame=30)  # inside: replaced
+    b2.location = (0.0, 0.1, 0.0)
+    b2.keyframe_insert("location", frame=20)
+    before_location = rotation_keys(obj, "b2", "location")
+    result = bake.bake_chain(bpy.context.scene, obj, 10, 50)
+    keyed = rotation_keys(obj, "b1", "rotation_quaternion")
+    frames = list(keyed[0][:, 0])
+    assert frames == [1.0] + list(range(10, 51)) + [100.0]
+    for index, value in enumerate((0.9, 0.3, 0.0, 0.1)):  # the kept keys at 1 and 100, untouched
+        np.testing.assert_allclose(keyed[index][[0, -1], 1], [value, value], atol=1e-7)
+    after_location = rotation_keys(obj, "b2", "location")
+    for a, b in zip(before_location, after_location):
+        np.testing.assert_array_equal(a, b)
+    check_replay(bpy, obj, target, result)
+
+
+def test_operator_reports_once_with_out_of_reach_frames(blender, capfd):
+    bpy = blender
+    obj, target = setup(bpy)
+    target.keyframe_insert("location", frame=69)  # where frame 51 left it: in reach
+    target.location = (5.0, 0.0, 1.0)  # far away from frame 70 on
+    target.keyframe_insert("location", frame=70)
+    target.keyframe_insert("location", frame=80)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 80
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.bake() == {"FINISHED"}  # the scene's range by default
+    out = capfd.readouterr().out
+    assert out.count("Baked 80 frames") == 1
+    assert "11 out of reach (70-80)" in out
+
+
+@pytest.mark.parametrize("case, message", [
+    ("empty_range", "frame range is empty"),
+    ("no_target", "Set the target"),
+    ("bad_chain", "needs two ancestors"),
+])
+def test_bad_bakes_are_refused_and_change_nothing(blender, case, message):
+    bpy = blender
+    obj, target = setup(bpy)
+    obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=3)
+    arguments = dict(frame_start=1, frame_end=20)
+    if case == "empty_range":
+        arguments = dict(frame_start=20, frame_end=10)
+    elif case == "no_target":
+        obj.blender_ik.target = None
+    elif case == "bad_chain":
+        obj.blender_ik.tip_bone = "b1"
+    before = rotation_keys(obj, "b1", "rotation_quaternion")
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.blender_ik.bake(**arguments)
+    after = rotation_keys(obj, "b1", "rotation_quaternion")
+    assert len(after) == len(before) == 4
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    assert rotation_keys(obj, "b2", "rotation_quaternion") == []
+
+
+def test_direct_and_per_frame_sampling_agree(blender):
+    bpy = blender
+    from blender_ik_addon import rig, sampling
+    scene = bpy.context.scene
+    parent = add_empty("Parent")
+    parent.rotation_mode = "QUATERNION"
+    parent.delta_location = (0.1, 0.2, 0.3)
+    for frame, (loc, rot, scale) in enumerate([((0, 0, 0), (1, 0, 0, 0), (1, 1, 1)),
+                                              ((1, 2, 0), (0.8, 0.2, 0.5, 0.1), (1.5, 1.5, 1.5)),
+                                              ((-1, 0.5, 2), (0.3, -0.6, 0.2, 0.7), (0.7, 1.2, 0.9))]):
+        parent.location, parent.rotation_quaternion, parent.scale = loc, rot, scale
+        for path in ("location", "rotation_quaternion", "scale"):
+            parent.keyframe_insert(path, frame=1 + 20 * frame)
+    results = {}
+    for mode in ("XYZ", "ZYX", "QUATERNION", "AXIS_ANGLE"):
+        child = add_empty(f"Child_{mode}")
+        child.rotation_mode = mode
+        child.delta_scale = (1.0, 2.0, 1.0)
+        if mode != "AXIS_ANGLE":
+            child.delta_rotation_euler = (0.1, 0.2, -0.3)
+            child.delta_rotation_quaternion = (0.9, 0.1, -0.2, 0.3)
+        child.parent = parent
+        child.matrix_parent_inverse = rig._matrix(parent.matrix_world.inverted()).tolist() and parent.matrix_world.inverted()
+        for frame in (1, 25, 41):
+            child.location = (frame * 0.01, -0.3, 0.2)
+            if mode == "QUATERNION":
+                child.rotation_quaternion = (1.0, frame * 0.01, 0.2, -0.1)
+            elif mode == "AXIS_ANGLE":
+                child.rotation_axis_angle = (frame * 0.05, 0.3, 1.0, 0.2)
+            else:
+                child.rotation_euler = (frame * 0.05, -0.4, 0.3)
+            for path in ("location", sampling._ROTATION_PATHS.get(mode, "rotation_euler")):
+                child.keyframe_insert(path, frame=frame)
+        assert sampling.direct_reason(child, scene) is None
+        results[mode] = child
+    frames = np.arange(-5, 50)
+    for mode, child in results.items():
+        direct = sampling.direct_world_matrices(child, frames)
+        per_frame = []
+        for frame in frames:
+            scene.frame_set(int(frame))
+            per_frame.append(rig._matrix(child.matrix_world))
+        np.testing.assert_allclose(direct, np.array(per_frame), atol=2e-6, err_msg=mode)
