@@ -1,0 +1,86 @@
+"""The sidebar panels draw every setting they name, for every state of the settings, without error.
+
+There is no UI headless, so a stand-in layout records the calls and checks each named property and
+operator exists (a typo would otherwise only show in a running Blender)."""
+import types
+
+import pytest
+
+from rigs import add_empty, build_arm
+
+
+class FakeOperatorProperties:
+    def __init__(self, bpy, idname):
+        category, name = idname.split(".")
+        self.rna = getattr(getattr(bpy.ops, category), name).get_rna_type()
+
+    def __setattr__(self, key, value):
+        if key != "rna":
+            assert key in self.rna.properties, key
+        object.__setattr__(self, key, value)
+
+
+class FakeLayout:
+    def __init__(self, bpy, log):
+        self.bpy, self.log = bpy, log
+        self.use_property_split = self.use_property_decorate = self.enabled = False
+        self.operator_context = "INVOKE_DEFAULT"
+
+    def _sub(self, *args, **kwargs):
+        return FakeLayout(self.bpy, self.log)
+
+    row = column = box = grid_flow = _sub
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties, name
+        self.log.append(("prop", name))
+
+    def prop_search(self, data, name, search_data, search_name, **kwargs):
+        assert name in data.bl_rna.properties and search_name in search_data.bl_rna.properties
+        self.log.append(("prop_search", name))
+
+    def label(self, text="", **kwargs):
+        self.log.append(("label", text))
+
+    def operator(self, idname, **kwargs):
+        self.log.append(("operator", idname))
+        return FakeOperatorProperties(self.bpy, idname)
+
+
+@pytest.mark.parametrize("state", ["fresh", "pole_solved", "out_of_reach", "error"])
+def test_panels_draw(blender, state):
+    bpy = blender
+    from blender_ik_addon import ui
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone = "b3"
+    if state != "fresh":
+        settings.target = add_empty(location=(0.8, 0.2, 1.0) if state != "out_of_reach" else (9.0, 0.0, 0.0))
+    if state == "pole_solved":
+        settings.plane, settings.pole = "POLE", add_empty("Pole", (0, 2, 1))
+    if state in ("pole_solved", "out_of_reach"):
+        bpy.ops.blender_ik.solve()
+    if state == "error":
+        settings.tip_bone = "b1"
+        settings.result_message = "something to fix"
+    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
+    assert ui.VIEW3D_PT_blender_ik.poll(context)
+    log = []
+    for panel in (ui.VIEW3D_PT_blender_ik, ui.VIEW3D_PT_blender_ik_bake):
+        fake = types.SimpleNamespace(layout=FakeLayout(bpy, log))
+        panel.draw(fake, context)
+    drawn = {name for kind, name in log if kind in ("prop", "prop_search")}
+    assert {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis", "live", "bake_step"} <= drawn
+    assert ("pole" in drawn) == (state == "pole_solved")
+    operators = {name for kind, name in log if kind == "operator"}
+    assert operators == {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake"}
+    labels = " ".join(name for kind, name in log if kind == "label")
+    if state == "pole_solved":
+        assert "Target reached" in labels and "Roll β" in labels
+    if state == "out_of_reach":
+        assert "Out of reach by" in labels
+    if state == "error":
+        assert "needs two ancestors" in labels and "something to fix" in labels
+    empty = add_empty("NotAnArmature")
+    assert not ui.VIEW3D_PT_blender_ik.poll(types.SimpleNamespace(active_object=empty))
