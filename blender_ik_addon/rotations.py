@@ -100,30 +100,31 @@ def continuous_quaternions(q, previous=None):
     return q * signs[:, None]
 
 
-def _nearest_turn(angle, reference):
-    return angle + 2.0 * math.pi * round((reference - angle) / (2.0 * math.pi))
+def _wrapped_distance(a, b):
+    """Sum over the three angles of |a - b| taken modulo 2π into [-π, π]."""
+    return np.abs((a - b + math.pi) % (2.0 * math.pi) - math.pi).sum(-1)
 
 
 def continuous_eulers(matrices, order, previous=None):
     """(F, 3, 3) -> (F, 3) Euler triples, each the solution nearest its predecessor (no ±2π jumps).
 
-    The first key is matched to ``previous`` when given (e.g. the bone's current rotation)."""
+    The first key is matched to ``previous`` when given (e.g. the bone's current rotation). Of the two
+    equivalent triples per frame, the second is the first mapped by ``(x+π, π-y, z+π)``, which keeps
+    wrapped distances; so "stay on the same branch as the previous key" depends only on neighbouring
+    frames, and the sequential choice becomes a cumulative parity. ``np.unwrap`` then brings each angle
+    within π of the one before.
+    """
     first, second = matrix_to_euler_pair(matrices, order)
     if len(first) == 0:
         return first
     if previous is None:
         previous = matrix_to_euler(matrices[:1], order)[0]
-    result = np.empty_like(first)
-    reference = [float(v) for v in previous]
-    # Each key depends on the one before: a plain loop over floats (a few µs a key).
-    for index, (a, b) in enumerate(zip(first.tolist(), second.tolist())):
-        a = [_nearest_turn(v, r) for v, r in zip(a, reference)]
-        b = [_nearest_turn(v, r) for v, r in zip(b, reference)]
-        if sum(abs(v - r) for v, r in zip(b, reference)) < sum(abs(v - r) for v, r in zip(a, reference)):
-            a = b
-        result[index] = a
-        reference = a
-    return result
+    previous = np.asarray(previous, dtype=np.float64)
+    start_second = _wrapped_distance(second[0], previous) < _wrapped_distance(first[0], previous)
+    flips = _wrapped_distance(first[1:], second[:-1]) < _wrapped_distance(first[1:], first[:-1])
+    on_second = np.cumsum(np.concatenate([[start_second], flips])) % 2 == 1
+    chosen = np.where(on_second[:, None], second, first)
+    return np.unwrap(np.concatenate([previous[None], chosen]), axis=0)[1:]
 
 
 def matrices_to_channels(matrices, mode, previous=None):

@@ -104,3 +104,30 @@ def test_channels_to_matrix_matches_mathutils(mathutils, mode):
             values = np.concatenate([[rng.uniform(-4, 4)], rng.normal(size=3)])
             theirs = mathutils.Matrix.Rotation(values[0], 3, mathutils.Vector(values[1:]).normalized())
         np.testing.assert_allclose(rotations.channels_to_matrix(values, mode), np.array(theirs), atol=1e-6)
+
+
+def sequential_eulers(matrices, order, previous):
+    """The plain per-key algorithm: of the two triples, the nearer to the previous key, each angle
+    wrapped to within π of it."""
+    first, second = rotations.matrix_to_euler_pair(matrices, order)
+    reference, out = np.asarray(previous, dtype=float), []
+    for a, b in zip(first, second):
+        a = a + 2 * math.pi * np.round((reference - a) / (2 * math.pi))
+        b = b + 2 * math.pi * np.round((reference - b) / (2 * math.pi))
+        reference = b if np.abs(b - reference).sum() < np.abs(a - reference).sum() else a
+        out.append(reference)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("order", rotations.EULER_ORDERS)
+@pytest.mark.parametrize("jumpy", [False, True])
+def test_vectorised_euler_continuity_equals_the_sequential_algorithm(order, jumpy):
+    rng = np.random.default_rng(8)
+    if jumpy:
+        matrices = random_matrices(300, seed=3)
+    else:
+        angles = np.cumsum(rng.normal(scale=0.2, size=(300, 3)), axis=0)
+        matrices = rotations.euler_to_matrix(angles, "XYZ")
+    previous = rng.uniform(-7, 7, 3)
+    np.testing.assert_allclose(rotations.continuous_eulers(matrices, order, previous),
+                               sequential_eulers(matrices, order, previous), atol=1e-9)
