@@ -57,7 +57,8 @@ class Chain:
         return [self.armature.pose.bones[name] for name in self.names]
 
 
-def _matrix(m):
+def matrix_array(m):
+    """A mathutils Matrix (or any nested rows) as a float64 numpy array."""
     return np.array([list(row) for row in m], dtype=np.float64)
 
 
@@ -121,7 +122,7 @@ def chain_names(armature, tip_name):
 def read_chain(armature, tip_name):
     """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry."""
     names = chain_names(armature, tip_name)
-    _uniform_scale(_matrix(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
+    _uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
                    "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
@@ -136,7 +137,7 @@ def read_chain(armature, tip_name):
 
     offsets = []
     for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
-        offset = np.linalg.inv(_matrix(parent.matrix_local)) @ _matrix(child.matrix_local)
+        offset = np.linalg.inv(matrix_array(parent.matrix_local)) @ matrix_array(child.matrix_local)
         if not child.use_connect:  # a connected bone ignores its pose location
             offset[:3, 3] += offset[:3, :3] @ np.array(tuple(pose_child.location))
         offsets.append(offset)
@@ -168,7 +169,7 @@ def _object_matrix(armature, obj, role):
         raise RigError(f"Set the {role}")
     if obj == armature:
         raise RigError(f"The {role} cannot be the armature itself; use an Empty")
-    matrix = np.linalg.inv(_matrix(armature.matrix_world)) @ _matrix(obj.matrix_world)
+    matrix = np.linalg.inv(matrix_array(armature.matrix_world)) @ matrix_array(obj.matrix_world)
     if not np.all(np.isfinite(matrix)):
         raise RigError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
     return matrix
@@ -195,9 +196,9 @@ def base_matrix(chain):
 
     ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts)."""
     pose_bone = chain.pose_bones[0]
-    rotation_scale = _matrix(pose_bone.matrix_basis)
+    rotation_scale = matrix_array(pose_bone.matrix_basis)
     rotation_scale[:3, 3] = 0.0
-    return _matrix(pose_bone.matrix) @ np.linalg.inv(rotation_scale)
+    return matrix_array(pose_bone.matrix) @ np.linalg.inv(rotation_scale)
 
 
 def current_normal(chain):

@@ -88,7 +88,7 @@ def direct_world_matrices(obj, frames):
     frames = np.asarray(frames, dtype=np.float64)
     matrices = _basis_matrices(obj, frames)
     if obj.parent is not None:
-        parent_inverse = rig._matrix(obj.matrix_parent_inverse)
+        parent_inverse = rig.matrix_array(obj.matrix_parent_inverse)
         matrices = direct_world_matrices(obj.parent, frames) @ parent_inverse @ matrices
     return matrices
 
@@ -167,7 +167,7 @@ def sample(scene, chain, target, pole, frames, progress=None):
                     if role == "base":
                         per_frame[role][index] = rig.base_matrix(chain)
                     else:
-                        per_frame[role][index] = rig._matrix(objects[role].matrix_world)
+                        per_frame[role][index] = rig.matrix_array(objects[role].matrix_world)
                 if progress is not None:
                     progress(index + 1, count)
         finally:

@@ -3,7 +3,7 @@ import math
 
 import bpy
 import numpy as np
-from mathutils import Euler, Matrix, Quaternion, Vector
+from mathutils import Euler, Vector
 
 ROTATION_MODES = ("QUATERNION", "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "AXIS_ANGLE")
 
@@ -116,5 +116,3 @@ def reachable_target(rng, obj, margin=0.9, up_axis="Z"):
     wrist = base + random_direction(rng) * distance
     return tuple(wrist + l3 * up), rotation.to_euler()
 
-
-__all__ = ["Matrix", "Quaternion"]
