@@ -13,6 +13,8 @@ if ROOT not in sys.path:
 
 import pytest  # noqa: E402
 
+_EXIT_STATUS = [0]
+
 
 @pytest.fixture
 def blender():
@@ -42,6 +44,7 @@ def _python_handlers():
     return found
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """None of the add-on's handlers may stay in bpy.app.handlers at exit: bpy 4.2 crashes and 4.5 hangs
     on a Python handler left there (Blender's own startup handlers are Blender's to remove)."""
@@ -52,3 +55,17 @@ def pytest_sessionfinish(session, exitstatus):
             getattr(bpy.app.handlers, name).remove(handler)
         print(f"\nERROR: handlers left in bpy.app.handlers: {[(n, getattr(h, '__name__', h)) for n, h in leftovers]}")
         session.exitstatus = 1
+    _EXIT_STATUS[0] = int(session.exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """bpy 4.2 (the module, not Blender itself) segfaults in its C++ shutdown, after Python is gone,
+    once any property with a Python update or poll callback was ever registered, even after it was
+    unregistered; other bpy-module projects report the same. Once pytest has printed everything,
+    leave with the session's own status instead of running that shutdown."""
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and bpy.app.version < (5, 0, 0):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[0])
