@@ -1,0 +1,480 @@
+#!/usr/bin/env python3
+"""Bake a three-bone chain's analytic IK to rotation keys in .blend files, without the UI.
+
+    python scripts/bake_ik.py INPUT.blend [MORE.blend ...] --armature NAME --target NAME [options]
+    blender -b INPUT.blend -P scripts/bake_ik.py -- --armature NAME --target NAME [options]
+
+Each input is opened, its armature's chain (the tip bone and its two ancestors, ``Object.blender_ik``)
+is baked toward the target over the range, and the result is saved as a new file (``NAME_baked.blend``
+next to the input unless told otherwise). The input is never written. Several inputs are baked in
+parallel, one process each; one file's failure does not stop the others, and the exit code is 0 only
+when every file was baked. User mistakes end in one ``bake_ik.py: error: ...`` line on stderr.
+"""
+import argparse
+import concurrent.futures
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PROG = "bake_ik.py"
+SCRIPT = os.path.abspath(__file__)
+ROOT = os.path.dirname(os.path.dirname(SCRIPT))
+if ROOT not in sys.path:  # find the add-on package without PYTHONPATH
+    sys.path.insert(0, ROOT)
+
+UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
+# Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
+BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
+USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] --armature NAME --target NAME [--tip-bone NAME] "
+         "[--up-axis {X,Y,Z,-X,-Y,-Z}] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
+         "[--jobs N] [--report REPORT.json]")
+EXIT_FAILED, EXIT_USAGE = 1, 2
+
+
+class UserError(Exception):
+    """A mistake the user can fix; its message is the whole error line."""
+
+
+def in_blender():
+    """Run by the Blender executable (``blender -b ... -P bake_ik.py -- ...``), not by Python with the bpy module.
+
+    Blender imports bpy before it runs the script; the bpy module is only imported below."""
+    bpy = sys.modules.get("bpy")
+    return bpy is not None and bool(getattr(bpy.app, "binary_path", ""))
+
+
+def script_arguments(argv, blender):
+    """The script's own arguments: everything after ``--`` inside Blender, else argv[1:]."""
+    if blender:
+        return argv[argv.index("--") + 1:] if "--" in argv else []
+    return argv[1:]
+
+
+def _join_negative_axes(arguments):
+    """``--up-axis -Z`` -> ``--up-axis=-Z``: argparse would take ``-Z`` for an option."""
+    joined, index = [], 0
+    while index < len(arguments):
+        if arguments[index] == "--up-axis" and index + 1 < len(arguments) and arguments[index + 1] in UP_AXES:
+            joined.append(f"--up-axis={arguments[index + 1]}")
+            index += 2
+        else:
+            joined.append(arguments[index])
+            index += 1
+    return joined
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more (got {value})")
+    return value
+
+
+def make_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG, usage=USAGE,
+        description="Bake the analytic IK of a three-bone chain to rotation keys and save the result as a new "
+                    ".blend file (the input is never written). Several inputs are baked in parallel.",
+        epilog="Inside Blender: blender -b INPUT.blend -P scripts/bake_ik.py -- --armature NAME --target NAME ... "
+               "(the open file is the input unless files are given after --). "
+               "Exit status: 0 when every file was baked, 1 when any failed, 2 for a bad command line.")
+    parser.add_argument("inputs", nargs="*", metavar="INPUT.blend", help="the files to bake")
+    parser.add_argument("--armature", required=True, metavar="NAME", help="the armature object")
+    parser.add_argument("--target", required=True, metavar="NAME", help="the object the chain's tip reaches for")
+    parser.add_argument("--tip-bone", metavar="NAME",
+                        help="the chain's last bone (default: the file's setting on the armature)")
+    parser.add_argument("--up-axis", choices=UP_AXES,
+                        help="the target's axis the last bone points along (default: the file's setting, Z if unset)")
+    parser.add_argument("--start", type=int, metavar="N", help="first frame (default: the scene's start)")
+    parser.add_argument("--end", type=int, metavar="N", help="last frame (default: the scene's end)")
+    parser.add_argument("--step", type=_positive, default=1, metavar="N", help="key every N-th frame (default: 1)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--output", metavar="OUT.blend", help="the baked file (one input only)")
+    where.add_argument("--output-dir", metavar="DIR",
+                       help="write each NAME_baked.blend into DIR (default: next to each input)")
+    parser.add_argument("--jobs", type=_positive, metavar="N",
+                        help="files baked at once (default: the number of cores)")
+    parser.add_argument("--report", metavar="REPORT.json", help="also write every file's summary as JSON")
+    parser.add_argument("--summary-file", help=argparse.SUPPRESS)  # a worker's record, for its parent
+    return parser
+
+
+# -- Planning: which file goes where; everything that can be checked without Blender ----------------------
+
+def default_output(path, output_dir=None):
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.join(output_dir if output_dir is not None else os.path.dirname(path), f"{stem}_baked.blend")
+
+
+def same_file(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
+
+
+def plan(args):
+    """[(input, output)] for the command line; UserError when the options do not fit together."""
+    if args.output is not None and len(args.inputs) > 1:
+        raise UserError("--output takes one input; use --output-dir (or the default next to each input) for several")
+    if args.output_dir is not None and not os.path.isdir(args.output_dir):
+        raise UserError(f"--output-dir {args.output_dir}: no such directory")
+    if args.start is not None and args.end is not None and args.end < args.start:
+        raise UserError(f"the frame range is empty: --start {args.start} is after --end {args.end}")
+    if args.output is not None:
+        pairs = [(args.inputs[0], args.output)]
+    else:
+        pairs = [(path, default_output(path, args.output_dir)) for path in args.inputs]
+    for path, output in pairs:
+        for other in args.inputs:
+            if same_file(output, other):
+                raise UserError(f"the output {output} is the input file {other}; it is never written over")
+        directory = os.path.dirname(output) or "."
+        if not os.path.isdir(directory):
+            raise UserError(f"cannot write {output}: no such directory {directory}")
+    outputs = [os.path.realpath(output) for _, output in pairs]
+    for index, output in enumerate(outputs):
+        if output in outputs[:index]:
+            raise UserError(f"two inputs would be baked to the same file {pairs[index][1]}")
+    return pairs
+
+
+def check_input(path):
+    """The input exists, is readable and looks like a .blend file (Blender is not needed for that)."""
+    if not os.path.exists(path):
+        raise UserError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise UserError(f"{path}: is a directory, not a .blend file")
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(8)
+    except OSError as error:
+        raise UserError(f"{path}: cannot read: {error.strerror or error}") from None
+    if not head.startswith(BLEND_MAGIC):
+        raise UserError(f"{path}: not a .blend file")
+
+
+# -- Baking one file in this process -----------------------------------------------------------------------
+
+_scratch_dirs = []  # removed by leave()
+
+
+def _sandbox_user_files():
+    """For the bpy module: keep Blender's user files in a temporary directory unless the caller chose.
+
+    Set before bpy is imported; workers inherit it, and the parent removes it at exit."""
+    missing = [name for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME") if not os.environ.get(name)]
+    if not missing or "bpy" in sys.modules:
+        return
+    sandbox = tempfile.mkdtemp(prefix="bake_ik_")
+    _scratch_dirs.append(sandbox)
+    for name in missing:
+        os.environ[name] = os.path.join(sandbox, name.lower())
+
+
+def _flush_c_streams():
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
+@contextlib.contextmanager
+def blender_quiet():
+    """Keep Blender's own chatter ("Read blend: ...", "Info: Saved ...") out of the tool's output: the
+    script reports success and failure itself, on one line."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    _flush_c_streams()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    stream.flush()
+                _flush_c_streams()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        for fd in saved:
+            os.close(fd)
+
+
+def _blender_message(error):
+    text = str(error).strip().splitlines()
+    text = text[-1] if text else type(error).__name__
+    return text.split(": ", 1)[1] if text.startswith(("Error: ", "Warning: ")) else text
+
+
+def _register_addon(bpy, addon):
+    """Register the add-on; inside a Blender that already has it (as an installed extension), go on with
+    the settings that are there. Returns whether this script must unregister it."""
+    try:
+        with blender_quiet():  # "registered before, unregistering previous" when the extension is enabled
+            addon.register()
+        return True
+    except (ValueError, RuntimeError) as error:
+        with contextlib.suppress(Exception):
+            addon.unregister()
+        if hasattr(bpy.types.Object, "blender_ik"):
+            return False
+        raise UserError(f"cannot register the add-on: {_blender_message(error)}") from None
+
+
+def _find_object(bpy, scene, name, path, role):
+    obj = bpy.data.objects.get(name)
+    if obj is None or (role == "armature" and obj.type != "ARMATURE"):
+        if role == "armature":
+            names = sorted(o.name for o in bpy.data.objects if o.type == "ARMATURE")
+            known = f" (armatures: {', '.join(names)})" if names else " (it has no armatures)"
+            if obj is not None:
+                raise UserError(f"{path}: '{name}' is not an armature (its type is {obj.type}){known}")
+            raise UserError(f"{path}: no armature named '{name}'{known}")
+        raise UserError(f"{path}: no {role} object named '{name}'")
+    if scene.objects.get(name) is None:
+        raise UserError(f"{path}: the {role} '{name}' is not in the scene '{scene.name}' (the file's active scene)")
+    return obj
+
+
+def _save_copy(bpy, output):
+    """Save the open file as ``output``, leaving the open file (the input) as it is, and no ``.blend1``."""
+    preferences = bpy.context.preferences
+    versions, dirty = preferences.filepaths.save_version, preferences.is_dirty
+    preferences.filepaths.save_version = 0
+    try:
+        with blender_quiet():
+            bpy.ops.wm.save_as_mainfile(filepath=output, copy=True)
+    except RuntimeError as error:
+        raise UserError(f"cannot write {output}: {_blender_message(error)}") from None
+    finally:
+        preferences.filepaths.save_version = versions
+        preferences.is_dirty = dirty
+
+
+def bake_file(path, output, args):
+    """Open ``path``, bake, save ``output``; returns the file's record. UserError for user mistakes."""
+    began = time.perf_counter()
+    check_input(path)
+    if same_file(path, output):
+        raise UserError(f"the output {output} is the input file; it is never written over")
+    _sandbox_user_files()
+    try:
+        import bpy
+    except ImportError:
+        raise UserError(f"this Python ({sys.executable}) has no bpy module: install it (pip install bpy) or run "
+                        "the script inside Blender (blender -b INPUT.blend -P scripts/bake_ik.py -- ...)") from None
+
+    import blender_ik_addon
+    from blender_ik_addon import bake, rig
+
+    # Inside Blender the file given to `-b` is open already (and anything run before this script has acted on it).
+    if not (bpy.data.filepath and same_file(bpy.data.filepath, path)):
+        try:
+            with blender_quiet():
+                bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path))
+        except RuntimeError as error:
+            raise UserError(f"{path}: cannot open: {_blender_message(error)}") from None
+    must_unregister = _register_addon(bpy, blender_ik_addon)
+    try:
+        scene = bpy.context.scene
+        armature = _find_object(bpy, scene, args.armature, path, "armature")
+        target = _find_object(bpy, scene, args.target, path, "target")
+        settings = armature.blender_ik
+        if args.tip_bone:
+            settings.tip_bone = args.tip_bone
+        elif not settings.tip_bone:
+            raise UserError(f"{path}: the armature '{armature.name}' has no tip bone set; pass --tip-bone NAME")
+        if args.up_axis:
+            settings.up_axis = args.up_axis
+        settings.target = target
+        start = scene.frame_start if args.start is None else args.start
+        end = scene.frame_end if args.end is None else args.end
+        if end < start:
+            raise UserError(f"{path}: the frame range is empty: start {start} is after end {end}")
+        try:
+            result = bake.bake_chain(scene, armature, start, end, args.step)
+        except rig.RigError as error:
+            raise UserError(f"{path}: {error}") from None
+        _save_copy(bpy, os.path.abspath(output))
+        return {
+            "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
+            "armature": armature.name, "target": target.name, "tip_bone": settings.tip_bone,
+            "up_axis": settings.up_axis, "frame_start": start, "frame_end": end, "step": args.step,
+            "frames": len(result.frames), "unreachable": [int(f) for f in result.unreachable],
+            "degenerate": result.degenerate, "direct": bool(result.direct), "summary": result.summary(),
+            "bake_seconds": round(result.seconds, 4), "seconds": round(time.perf_counter() - began, 4),
+        }
+    finally:
+        if must_unregister:  # a Python handler left in bpy.app.handlers crashes bpy 4.2 at exit
+            blender_ik_addon.unregister()
+
+
+def failed_record(path, output, message, began):
+    return {"input": os.path.abspath(path), "output": os.path.abspath(output), "ok": False, "error": message,
+            "seconds": round(time.perf_counter() - began, 4)}
+
+
+def run_here(path, output, args):
+    began = time.perf_counter()
+    try:
+        return bake_file(path, output, args)
+    except UserError as error:
+        return failed_record(path, output, str(error), began)
+
+
+# -- Several files: one worker process each ---------------------------------------------------------------
+
+def worker_command(path, output, args, summary_file, blender):
+    if blender:
+        import bpy
+        command = [bpy.app.binary_path, "-b", "--python-exit-code", str(EXIT_FAILED), "-P", SCRIPT, "--"]
+    else:
+        command = [sys.executable, SCRIPT]
+    command += [f"--armature={args.armature}", f"--target={args.target}", f"--output={os.path.abspath(output)}",
+                f"--step={args.step}", f"--summary-file={summary_file}"]
+    for option, value in (("--tip-bone", args.tip_bone), ("--up-axis", args.up_axis), ("--start", args.start),
+                          ("--end", args.end)):
+        if value is not None:
+            command.append(f"{option}={value}")
+    # The path as given (the worker runs in the same directory), so that its messages name it the same way.
+    return command + ["--", path]
+
+
+def run_worker(path, output, args, blender, scratch):
+    began = time.perf_counter()
+    try:
+        check_input(path)  # no process for a file that cannot be baked
+    except UserError as error:
+        return failed_record(path, output, str(error), began)
+    handle, summary_file = tempfile.mkstemp(suffix=".json", dir=scratch)
+    os.close(handle)
+    command = worker_command(path, output, args, summary_file, blender)
+    finished = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    record = None
+    with contextlib.suppress(OSError, ValueError):
+        with open(summary_file, encoding="utf-8") as stream:
+            record = json.load(stream)
+    if isinstance(record, dict) and "ok" in record:
+        record["input"] = os.path.abspath(path)
+        if record["ok"] and finished.returncode != 0:
+            record.update(ok=False, error=f"{path}: the baking process failed at exit (status {finished.returncode})")
+        return record
+    lines = [line for line in finished.stderr.splitlines() if line.strip()]
+    detail = f": {lines[-1].strip()}" if lines else ""
+    return failed_record(path, output, f"{path}: the baking process failed (status {finished.returncode}){detail}",
+                         began)
+
+
+def run_parallel(pairs, args, blender, announce):
+    jobs = args.jobs
+    if jobs is None:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    records = [None] * len(pairs)
+    scratch = tempfile.mkdtemp(prefix="bake_ik_run_")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(jobs, len(pairs))) as pool:
+            futures = {pool.submit(run_worker, path, output, args, blender, scratch): index
+                       for index, (path, output) in enumerate(pairs)}
+            for future in concurrent.futures.as_completed(futures):
+                index = futures[future]
+                records[index] = future.result()
+                announce(pairs[index], records[index])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return records
+
+
+# -- The command ------------------------------------------------------------------------------------------
+
+def announce(pair, record):
+    """One line per file: the summary on stdout, or the error on stderr."""
+    path, output = pair
+    if record["ok"]:
+        print(f"{path} -> {output}: {record['summary']}, {record['seconds']:.2f} s", flush=True)
+    else:
+        print(f"{PROG}: error: {record['error']}", file=sys.stderr, flush=True)
+
+
+def write_json(path, data):
+    with open(path, "w", encoding="utf-8") as stream:
+        json.dump(data, stream, indent=2)
+        stream.write("\n")
+
+
+def main(argv=None):
+    blender = in_blender()
+    parser = make_parser()
+    args = parser.parse_args(_join_negative_axes(script_arguments(sys.argv if argv is None else argv, blender)))
+    if not args.inputs:
+        open_file = sys.modules["bpy"].data.filepath if blender else ""
+        if not open_file:
+            parser.error("give at least one INPUT.blend" + (" (after --, or open it with blender -b INPUT.blend)"
+                                                             if blender else ""))
+        args.inputs = [open_file]
+
+    if args.summary_file is not None:  # a worker for one file of a parallel run
+        path, output = args.inputs[0], args.output or default_output(args.inputs[0], args.output_dir)
+        record = run_here(path, output, args)
+        write_json(args.summary_file, record)
+        announce((path, output), record)
+        return 0 if record["ok"] else EXIT_FAILED
+
+    try:
+        pairs = plan(args)
+    except UserError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if len(pairs) == 1:
+        records = [run_here(*pairs[0], args)]
+        announce(pairs[0], records[0])
+    else:
+        if not blender:
+            _sandbox_user_files()  # shared by the workers, removed at exit
+        records = run_parallel(pairs, args, blender, announce)
+
+    failures = sum(not record["ok"] for record in records)
+    if len(records) > 1 and failures:
+        print(f"{PROG}: error: {failures} of {len(records)} files failed", file=sys.stderr)
+    if args.report is not None:
+        try:
+            write_json(args.report, {"ok": not failures, "files": records})
+        except OSError as error:
+            print(f"{PROG}: error: cannot write the report {args.report}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_FAILED if failures else 0
+
+
+def leave(status):
+    """End the process with ``status``; inside Blender, return on success and let Blender finish normally."""
+    blender = in_blender()
+    for folder in _scratch_dirs:
+        shutil.rmtree(folder, ignore_errors=True)
+    bpy = sys.modules.get("bpy")
+    if not blender and bpy is not None and bpy.app.version < (5, 0, 0):
+        # bpy 4.x as a module segfaults in its C++ static destructors at exit once a property with a Python
+        # poll or update callback has been registered (the add-on's settings have both), even after it was
+        # unregistered (seen on 4.2.23, not on 5.0.1). Everything is saved and reported: leave without them.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    if status or not blender:
+        sys.exit(status)
+
+
+if __name__ == "__main__":
+    leave(main())

@@ -1,0 +1,228 @@
+"""scripts/bake_ik.py as a command: run it on .blend files made here, then open what it saved and let
+Blender replay the keys. Inputs must come out byte for byte unchanged, with nothing written next to them."""
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rigs import add_empty, build_arm
+from test_bake import animate_target, check_replay, rotation_keys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
+
+
+def _build(bpy, path, tip_bone="b3", seed=0, frame_end=60, armature_name="Arm"):
+    import blender_ik_addon
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    blender_ik_addon.register()
+    try:
+        obj = build_arm(name=armature_name)
+        animate_target(add_empty("Target"), seed=seed)
+        scene = bpy.context.scene
+        scene.frame_start, scene.frame_end = 1, frame_end
+        obj.blender_ik.tip_bone = tip_bone
+        bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    finally:
+        blender_ik_addon.unregister()
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """The input files, made once: two rigs, a file without the armature, and a text file named .blend."""
+    import bpy
+
+    folder = tmp_path_factory.mktemp("sources")
+    _build(bpy, folder / "walk.blend")  # tip bone set in the file, scene range 1-60
+    _build(bpy, folder / "reach.blend", tip_bone="", seed=1, frame_end=40)  # no tip bone set
+    _build(bpy, folder / "other_rig.blend", armature_name="Rig")
+    (folder / "notes.blend").write_text("not a blend file\n")
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    return folder
+
+
+@pytest.fixture
+def work(tmp_path, sources):
+    """A folder with copies of the inputs, and a way to run the script there."""
+    folder = tmp_path / "in"
+    shutil.copytree(sources, folder)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+    def run(*arguments):
+        return subprocess.run([sys.executable, SCRIPT, *map(str, arguments)], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    return SimpleNamespace(folder=folder, run=run, env=env)
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def snapshot(folder):
+    return {path.name: digest(path) for path in folder.iterdir()}
+
+
+def replay(bpy, path, frames, unreachable=(), up_axis="Z"):
+    """Open a baked file and check that its keys put the chain's tip on the target on reachable frames."""
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    keyed = rotation_keys(obj, "b1", "rotation_quaternion")[0][:, 0]
+    assert list(keyed) == list(frames)
+    check_replay(bpy, obj, target, SimpleNamespace(frames=np.array(frames), unreachable=list(unreachable)), up_axis)
+
+
+def test_default_output_next_to_the_input_over_the_scene_range(blender, work):
+    before = snapshot(work.folder)
+    done = work.run("walk.blend", "--armature", "Arm", "--target", "Target", "--report", "../report.json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("walk.blend -> walk_baked.blend: Baked 60 frames (1-60)")
+    assert len(done.stdout.splitlines()) == 1
+    after = snapshot(work.folder)
+    assert set(after) == set(before) | {"walk_baked.blend"}  # no .blend1, nothing else
+    assert all(after[name] == before[name] for name in before)
+    record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
+    assert record["tip_bone"] == "b3" and record["up_axis"] == "Z"  # the file's settings
+    replay(blender, work.folder / "walk_baked.blend", range(1, 61), record["unreachable"])
+
+
+def test_range_step_up_axis_tip_bone_and_output(blender, work):
+    before = snapshot(work.folder)
+    output = work.folder.parent / "out" / "reach_keys.blend"
+    output.parent.mkdir()
+    done = work.run("reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3", "--up-axis", "-Y",
+                    "--start", 5, "--end", 45, "--step", 4, "--output", output, "--report", "../report.json")
+    assert done.returncode == 0, done.stderr
+    assert "Baked 11 frames (5-45)" in done.stdout
+    assert snapshot(work.folder) == before
+    record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
+    assert (record["frame_start"], record["frame_end"], record["step"], record["up_axis"]) == (5, 45, 4, "-Y")
+    replay(blender, output, range(5, 46, 4), record["unreachable"], up_axis="-Y")
+
+
+def test_two_inputs_bake_in_parallel_with_a_report(blender, work):
+    out = work.folder.parent / "baked"
+    out.mkdir()
+    before = snapshot(work.folder)
+    done = work.run("walk.blend", "reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3",
+                    "--output-dir", out, "--jobs", 2, "--report", out / "report.json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert sorted(line.split(" -> ")[0] for line in done.stdout.splitlines()) == ["reach.blend", "walk.blend"]
+    assert snapshot(work.folder) == before
+    report = json.loads((out / "report.json").read_text())
+    assert report["ok"] is True
+    walk, reach = report["files"]  # in the order given
+    for record, name, frames in ((walk, "walk", 60), (reach, "reach", 40)):
+        assert record["ok"] and record["error"] is None
+        assert record["input"] == str(work.folder / f"{name}.blend")
+        assert record["output"] == str(out / f"{name}_baked.blend")
+        assert (record["frames"], record["frame_start"], record["frame_end"]) == (frames, 1, frames)
+        assert record["summary"].startswith(f"Baked {frames} frames (1-{frames})")
+        assert all(isinstance(frame, int) for frame in record["unreachable"])
+        assert record["seconds"] > 0
+        replay(blender, record["output"], range(1, frames + 1), record["unreachable"])
+
+
+def test_one_bad_input_does_not_stop_the_others(work):
+    before = snapshot(work.folder)
+    done = work.run("walk.blend", "other_rig.blend", "reach.blend", "--armature", "Arm", "--target", "Target",
+                    "--tip-bone", "b3", "--jobs", 2, "--report", "../report.json")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        "bake_ik.py: error: other_rig.blend: no armature named 'Arm' (armatures: Rig)",
+        "bake_ik.py: error: 1 of 3 files failed"]
+    after = snapshot(work.folder)
+    assert set(after) == set(before) | {"walk_baked.blend", "reach_baked.blend"}
+    assert all(after[name] == before[name] for name in before)
+    report = json.loads((work.folder.parent / "report.json").read_text())
+    assert report["ok"] is False
+    assert [record["ok"] for record in report["files"]] == [True, False, True]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["walk.blend", "--armature", "Rig", "--target", "Target"], "no armature named 'Rig' (armatures: Arm)"),
+    (["walk.blend", "--armature", "Arm", "--target", "Goal"], "no target object named 'Goal'"),
+    (["gone.blend", "--armature", "Arm", "--target", "Target"], "gone.blend: no such file"),
+    (["notes.blend", "--armature", "Arm", "--target", "Target"], "notes.blend: not a .blend file"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--start", 20, "--end", 10], "frame range is empty"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--end", -5], "start 1 is after end -5"),
+    (["reach.blend", "--armature", "Arm", "--target", "Target"], "pass --tip-bone"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b9"], "no bone named 'b9'"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--output", "walk.blend"], "never written over"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--output", "./../in/walk.blend"], "never written over"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(work, arguments, message):
+    before = snapshot(work.folder)
+    done = work.run(*arguments)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    line, = done.stderr.splitlines()
+    assert line.startswith("bake_ik.py: error: ") and message in line, line
+    assert done.stdout == ""
+    assert snapshot(work.folder) == before
+
+
+# `blender -b INPUT.blend -P bake_ik.py -- ...` without a Blender executable: open the file as `-b` would,
+# give the script Blender's argv, and tell it it runs inside Blender (the bpy module has no binary_path).
+AS_IF_IN_BLENDER = r"""
+import importlib.util, os, sys
+import bpy
+script_path, blend, *rest = sys.argv[1:]
+bpy.ops.wm.open_mainfile(filepath=blend)
+loads = []
+
+@bpy.app.handlers.persistent
+def count_load(*_):
+    loads.append(1)
+
+bpy.app.handlers.load_pre.append(count_load)
+spec = importlib.util.spec_from_file_location("bake_ik", script_path)
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+script.in_blender = lambda: True
+sys.argv = ["blender", "-b", blend, "-P", script_path, "--", *rest]
+status = script.main()
+bpy.app.handlers.load_pre.remove(count_load)
+print(f"status {status}, loads {len(loads)}")
+sys.stdout.flush()
+os._exit(status)  # bpy 4.2 as a module may crash at exit (see the script's leave())
+"""
+
+
+def test_inside_blender_the_open_file_is_the_input(blender, work):
+    before = snapshot(work.folder)
+    done = subprocess.run([sys.executable, "-c", AS_IF_IN_BLENDER, SCRIPT, work.folder / "walk.blend",
+                           "--armature", "Arm", "--target", "Target", "--up-axis", "-Z", "--end", "30"],
+                          cwd=work.folder, env=work.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Baked 30 frames (1-30)" in done.stdout
+    assert "status 0, loads 0" in done.stdout  # baked the open file without loading it again
+    after = snapshot(work.folder)
+    assert set(after) == set(before) | {"walk_baked.blend"}
+    assert all(after[name] == before[name] for name in before)
+    replay(blender, work.folder / "walk_baked.blend", range(1, 31), up_axis="-Z")
+
+
+def test_arguments_inside_blender_and_negative_axes():
+    spec = importlib.util.spec_from_file_location("bake_ik_script", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    blender_argv = ["blender", "-b", "in.blend", "-P", "scripts/bake_ik.py", "--", "--armature", "Arm"]
+    assert script.script_arguments(blender_argv, blender=True) == ["--armature", "Arm"]
+    assert script.script_arguments(blender_argv[:5], blender=True) == []
+    assert script.script_arguments(["bake_ik.py", "a.blend"], blender=False) == ["a.blend"]
+    assert script._join_negative_axes(["--up-axis", "-Z", "a.blend"]) == ["--up-axis=-Z", "a.blend"]
+    assert script.default_output("dir/walk.blend") == os.path.join("dir", "walk_baked.blend")
+    assert script.default_output("dir/walk.blend", "out") == os.path.join("out", "walk_baked.blend")
