@@ -30,6 +30,9 @@ $(STAMP): requirements-dev.txt
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
 bench: $(STAMP)
 	$(PY) scripts/bench_solver.py
 
