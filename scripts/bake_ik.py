@@ -23,9 +23,10 @@ import time
 
 PROG = "bake_ik.py"
 SCRIPT = os.path.abspath(__file__)
-ROOT = os.path.dirname(os.path.dirname(SCRIPT))
-if ROOT not in sys.path:  # find the add-on package without PYTHONPATH
-    sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(SCRIPT))  # inside Blender (-P), the script's folder is not on the path
+
+from _blender_script import (UserError, blender_message, blender_quiet, in_blender, leave,  # noqa: E402
+                             sandbox_user_files, script_arguments)
 
 UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
@@ -34,25 +35,6 @@ USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] --armature NAME --target NAME [--
          "[--up-axis {X,Y,Z,-X,-Y,-Z}] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
          "[--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
-
-
-class UserError(Exception):
-    """A mistake the user can fix; its message is the whole error line."""
-
-
-def in_blender():
-    """Run by the Blender executable (``blender -b ... -P bake_ik.py -- ...``), not by Python with the bpy module.
-
-    Blender imports bpy before it runs the script; the bpy module is only imported below."""
-    bpy = sys.modules.get("bpy")
-    return bpy is not None and bool(getattr(bpy.app, "binary_path", ""))
-
-
-def script_arguments(argv, blender):
-    """The script's own arguments: everything after ``--`` inside Blender, else argv[1:]."""
-    if blender:
-        return argv[argv.index("--") + 1:] if "--" in argv else []
-    return argv[1:]
 
 
 def _join_negative_axes(arguments):
@@ -166,61 +148,6 @@ def check_input(path):
 
 # -- Baking one file in this process -----------------------------------------------------------------------
 
-_scratch_dirs = []  # removed by leave()
-
-
-def _sandbox_user_files():
-    """For the bpy module: keep Blender's user files in a temporary directory unless the caller chose.
-
-    Set before bpy is imported; workers inherit it, and the parent removes it at exit."""
-    missing = [name for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME") if not os.environ.get(name)]
-    if not missing or "bpy" in sys.modules:
-        return
-    sandbox = tempfile.mkdtemp(prefix="bake_ik_")
-    _scratch_dirs.append(sandbox)
-    for name in missing:
-        os.environ[name] = os.path.join(sandbox, name.lower())
-
-
-def _flush_c_streams():
-    try:
-        import ctypes
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):
-        pass
-
-
-@contextlib.contextmanager
-def blender_quiet():
-    """Keep Blender's own chatter ("Read blend: ...", "Info: Saved ...") out of the tool's output: the
-    script reports success and failure itself, on one line."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    _flush_c_streams()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with tempfile.TemporaryFile() as sink:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    stream.flush()
-                _flush_c_streams()
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-    finally:
-        for fd in saved:
-            os.close(fd)
-
-
-def _blender_message(error):
-    text = str(error).strip().splitlines()
-    text = text[-1] if text else type(error).__name__
-    return text.split(": ", 1)[1] if text.startswith(("Error: ", "Warning: ")) else text
-
-
 def _register_addon(bpy, addon):
     """Register the add-on; inside a Blender that already has it (as an installed extension), go on with
     the settings that are there. Returns whether this script must unregister it."""
@@ -233,7 +160,7 @@ def _register_addon(bpy, addon):
             addon.unregister()
         if hasattr(bpy.types.Object, "blender_ik"):
             return False
-        raise UserError(f"cannot register the add-on: {_blender_message(error)}") from None
+        raise UserError(f"cannot register the add-on: {blender_message(error)}") from None
 
 
 def _find_object(bpy, scene, name, path, role):
@@ -260,7 +187,7 @@ def _save_copy(bpy, output):
         with blender_quiet():
             bpy.ops.wm.save_as_mainfile(filepath=output, copy=True)
     except RuntimeError as error:
-        raise UserError(f"cannot write {output}: {_blender_message(error)}") from None
+        raise UserError(f"cannot write {output}: {blender_message(error)}") from None
     finally:
         preferences.filepaths.save_version = versions
         preferences.is_dirty = dirty
@@ -272,7 +199,7 @@ def bake_file(path, output, args):
     check_input(path)
     if same_file(path, output):
         raise UserError(f"the output {output} is the input file; it is never written over")
-    _sandbox_user_files()
+    sandbox_user_files("bake_ik_")
     try:
         import bpy
     except ImportError:
@@ -288,7 +215,7 @@ def bake_file(path, output, args):
             with blender_quiet():
                 bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path))
         except RuntimeError as error:
-            raise UserError(f"{path}: cannot open: {_blender_message(error)}") from None
+            raise UserError(f"{path}: cannot open: {blender_message(error)}") from None
     must_unregister = _register_addon(bpy, blender_ik_addon)
     try:
         scene = bpy.context.scene
@@ -444,7 +371,7 @@ def main(argv=None):
         announce(pairs[0], records[0])
     else:
         if not blender:
-            _sandbox_user_files()  # shared by the workers, removed at exit
+            sandbox_user_files("bake_ik_")  # shared by the workers, removed at exit
         records = run_parallel(pairs, args, blender, announce)
 
     failures = sum(not record["ok"] for record in records)
@@ -457,23 +384,6 @@ def main(argv=None):
             print(f"{PROG}: error: cannot write the report {args.report}: {error.strerror or error}", file=sys.stderr)
             return EXIT_FAILED
     return EXIT_FAILED if failures else 0
-
-
-def leave(status):
-    """End the process with ``status``; inside Blender, return on success and let Blender finish normally."""
-    blender = in_blender()
-    for folder in _scratch_dirs:
-        shutil.rmtree(folder, ignore_errors=True)
-    bpy = sys.modules.get("bpy")
-    if not blender and bpy is not None and bpy.app.version < (5, 0, 0):
-        # bpy 4.x as a module segfaults in its C++ static destructors at exit once a property with a Python
-        # poll or update callback has been registered (the add-on's settings have both), even after it was
-        # unregistered (seen on 4.2.23, not on 5.0.1). Everything is saved and reported: leave without them.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-    if status or not blender:
-        sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -18,19 +18,14 @@ Targets: at least 10x (light) and 30x (heavy) faster than the native bake; aim f
 import argparse
 import math
 import os
-import shutil
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SANDBOX = tempfile.mkdtemp(prefix="blender_ik_bench_")
-# Before bpy is imported: keep Blender's user files out of the home directory.
-os.environ["BLENDER_USER_RESOURCES"] = os.path.join(_SANDBOX, "blender")
-os.environ["XDG_CACHE_HOME"] = os.path.join(_SANDBOX, "cache")
-for path in (ROOT, os.path.join(ROOT, "tests")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _blender_script import ROOT, leave, sandbox_user_files  # noqa: E402
+
+sandbox_user_files("blender_ik_bench_")  # before bpy is imported: Blender's user files stay out of home
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
@@ -261,14 +256,5 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        shutil.rmtree(_SANDBOX, ignore_errors=True)
-    if bpy.app.version < (5, 0, 0):
-        # bpy 4.2 (as a module) segfaults in its C++ static destructors at exit, after Python has shut
-        # down, once any property with a Python poll/update callback has been registered, even if it was
-        # unregistered since (seen on 4.2.23, not on 5.0.1). Everything is done: leave without them.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    main()
+    leave(0)

@@ -20,15 +20,14 @@ import argparse
 import contextlib
 import math
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 PROG = "demo.py"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # find the add-on package without PYTHONPATH
-    sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # inside Blender (-P) it is not on the path
+
+from _blender_script import (UserError, blender_message, blender_quiet, in_blender, leave,  # noqa: E402
+                             sandbox_user_files, script_arguments)
 
 LENGTHS = (1.0, 0.8, 0.4)  # b1, b2, b3, in metres
 CHAIN = ("b1", "b2", "b3")
@@ -55,26 +54,6 @@ GRID = "dcdfe4"
 BAND = "fbe3df"
 
 
-_SANDBOX = None  # Blender's user files for this run, when the caller did not choose a place
-
-
-class UserError(Exception):
-    """A failure the user can act on; its message is the whole error line."""
-
-
-def in_blender():
-    """Run by the Blender executable (``blender -b -P demo.py -- ...``) rather than Python with the bpy module."""
-    bpy = sys.modules.get("bpy")
-    return bpy is not None and bool(getattr(bpy.app, "binary_path", ""))
-
-
-def script_arguments(argv, blender):
-    """The script's own arguments: everything after ``--`` inside Blender, else argv[1:]."""
-    if blender:
-        return argv[argv.index("--") + 1:] if "--" in argv else []
-    return argv[1:]
-
-
 def _frames(text):
     try:
         value = int(text)
@@ -98,60 +77,6 @@ def make_parser():
                         help=f"tiny, fast renders ({QUICK['scene'][0]}x{QUICK['scene'][1]}, {QUICK['scene'][2]} "
                              "samples), for tests")
     return parser
-
-
-def _sandbox_user_files():
-    """For the bpy module: keep Blender's user files in a temporary directory unless the caller chose.
-
-    Must run before bpy is imported; the directory is removed at exit."""
-    missing = [name for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME") if not os.environ.get(name)]
-    if not missing or "bpy" in sys.modules:
-        return
-    global _SANDBOX
-    _SANDBOX = tempfile.mkdtemp(prefix="blender_ik_demo_")
-    import atexit
-    atexit.register(shutil.rmtree, _SANDBOX, True)
-    for name in missing:
-        os.environ[name] = os.path.join(_SANDBOX, name.lower())
-
-
-def _flush_c_streams():
-    try:
-        import ctypes
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):
-        pass
-
-
-@contextlib.contextmanager
-def blender_quiet():
-    """Keep Blender's own chatter ("Saved: ...", render progress) out of the output; the script prints
-    its own summary."""
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    _flush_c_streams()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with tempfile.TemporaryFile() as sink:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    stream.flush()
-                _flush_c_streams()
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-    finally:
-        for fd in saved:
-            os.close(fd)
-
-
-def _blender_message(error):
-    lines = str(error).strip().splitlines()
-    text = lines[-1] if lines else type(error).__name__
-    return text.split(": ", 1)[1] if text.startswith(("Error: ", "Warning: ")) else text
 
 
 def linear(hex_color, alpha=1.0):
@@ -468,7 +393,7 @@ def render(bpy, scene, path):
         with blender_quiet():
             bpy.ops.render.render(write_still=True, scene=scene.name)
     except RuntimeError as error:
-        raise UserError(f"cannot render {path}: {_blender_message(error)}") from None
+        raise UserError(f"cannot render {path}: {blender_message(error)}") from None
     if not os.path.isfile(path):
         raise UserError(f"the render did not write {path}")
     return time.perf_counter() - began
@@ -812,7 +737,7 @@ def run(bpy, args, settings):
         with blender_quiet():
             bpy.ops.wm.save_as_mainfile(filepath=blend_path, copy=True)
     except RuntimeError as error:
-        raise UserError(f"cannot write {blend_path}: {_blender_message(error)}") from None
+        raise UserError(f"cannot write {blend_path}: {blender_message(error)}") from None
 
     picture_seconds = render(bpy, scene, picture_path)
     plot = build_plot(bpy, frames, unreachable, data, LENGTHS[0] + LENGTHS[1])
@@ -841,7 +766,7 @@ def run(bpy, args, settings):
 def main(argv=None):
     blender = in_blender()
     args = make_parser().parse_args(script_arguments(sys.argv if argv is None else argv, blender))
-    _sandbox_user_files()
+    sandbox_user_files("blender_ik_demo_")
     import bpy
 
     import blender_ik_addon
@@ -851,7 +776,7 @@ def main(argv=None):
     try:
         blender_ik_addon.register()
     except (ValueError, RuntimeError) as error:
-        print(f"{PROG}: error: cannot register the add-on: {_blender_message(error)}", file=sys.stderr)
+        print(f"{PROG}: error: cannot register the add-on: {blender_message(error)}", file=sys.stderr)
         return 1
     try:
         run(bpy, args, QUICK if args.quick else FULL)
@@ -864,18 +789,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    status = main()
-    if not in_blender():
-        import bpy
-
-        if bpy.app.version < (5, 0, 0):
-            # bpy 4.2 as a module can crash in its static destructors at exit once a property with a
-            # Python callback has been registered, even after unregistering. Everything is written.
-            if _SANDBOX:
-                shutil.rmtree(_SANDBOX, ignore_errors=True)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-        sys.exit(status)
-    elif status:
-        sys.exit(status)
+    leave(main())
