@@ -129,3 +129,67 @@ def test_unregister_removes_every_handler(blender):
         assert not any(h.__module__.startswith("blender_ik_addon") for hs in handlers for h in hs)
     finally:
         blender_ik_addon.register()
+
+
+def test_register_touches_no_blend_data(blender, monkeypatch):
+    """Blender registers add-ons with bpy.data restricted (addon_utils' RestrictBlend)."""
+    bpy = blender
+    import blender_ik_addon
+    blender_ik_addon.unregister()
+
+    class Restricted:
+        def __getattr__(self, name):
+            raise AttributeError(f"bpy.data.{name} is not available while add-ons register")
+
+    data = bpy.data
+    monkeypatch.setattr(bpy, "data", Restricted())
+    try:
+        blender_ik_addon.register()
+    finally:
+        monkeypatch.setattr(bpy, "data", data)
+    obj, target = live_rig(bpy)  # and live mode still works afterwards
+    obj.blender_ik.live = True
+    target.location.x -= 0.2
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+
+
+def test_renamed_and_duplicated_armatures_keep_following(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    obj.name = "Renamed"
+    target.location = (0.5, 0.5, 1.2)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+    copy = obj.copy()
+    bpy.context.scene.collection.objects.link(copy)
+    copy.location = (0.2, 0.1, 0.0)
+    bpy.context.view_layer.update()
+    target.location = (0.6, 0.2, 1.3)
+    bpy.context.view_layer.update()
+    assert on_target(obj, target) and on_target(copy, target)
+
+
+def test_an_error_clears_the_read_out_and_fixing_it_retries(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    assert obj.blender_ik.has_result
+    obj.pose.bones["b2"].scale = (1.0, 2.0, 1.0)
+    bpy.context.view_layer.update()
+    assert not obj.blender_ik.has_result and "unit pose scale" in obj.blender_ik.result_message
+    obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)  # the fix alone, nothing else moves
+    bpy.context.view_layer.update()
+    assert obj.blender_ik.has_result and obj.blender_ik.result_message == ""
+    assert on_target(obj, target)
+
+
+def test_live_pins_the_tip_bone(blender):
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.tip_bone = ""
+    obj.data.bones.active = obj.data.bones["b3"]
+    obj.blender_ik.live = True
+    assert obj.blender_ik.tip_bone == "b3"
