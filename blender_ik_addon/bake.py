@@ -53,7 +53,7 @@ class BakeResult:
 def _previous_values(armature, pose_bone, frame):
     """The value the first new key should be continuous with: the bone's existing animation at the
     first baked frame, or its current value when it has none."""
-    path = f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"].{rig.rotation_path(pose_bone.rotation_mode)}'
+    path = rig.bone_path(pose_bone.name, rig.rotation_path(pose_bone.rotation_mode))
     current = rig.rotation_values(pose_bone)
     curves = [keys.find_fcurve(armature, path, index) for index in range(len(current))]
     if all(curve is not None and len(curve.keyframe_points) for curve in curves):
@@ -79,6 +79,7 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
     rig.evaluate_now()
     chain = rig.read_chain(armature, settings.tip_bone)
     rig.check_target(chain, settings.target, options, settings.pole)
+    sampling.check_chain_not_animated(chain)
     frames = np.arange(frame_start, frame_end + 1, step)
     pole = settings.pole if options.plane == "POLE" else None
 

@@ -44,7 +44,7 @@ class BLENDER_IK_OT_solve(bpy.types.Operator):
         rig.evaluate_now()
         try:
             chain, solve = rig.solve_current(armature, settings)
-        except rig.RigError as error:
+        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         rig.pose_chain(chain, solve.rotations[0])
@@ -153,7 +153,7 @@ class BLENDER_IK_OT_bake(bpy.types.Operator):
             result = bake.bake_chain(context.scene, armature, self.frame_start, self.frame_end, self.step,
                                      self.interpolation,
                                      progress=lambda done, total: window_manager.progress_update(100 * done / total))
-        except rig.RigError as error:
+        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         finally:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from bpy.utils import escape_identifier
 
 from . import rotations
 from .solver import SolverInputError, solve_three_link
@@ -101,6 +102,43 @@ def _uniform_scale(matrix3, what, fix):
     return np.sqrt(scale_squared)
 
 
+def bone_path(bone_name, attribute):
+    """The RNA path of a pose bone's property, as F-curves and drivers name it."""
+    return f'pose.bones["{escape_identifier(bone_name)}"].{attribute}'
+
+
+def _constraint_active(constraint):
+    enabled = getattr(constraint, "enabled", None)
+    if enabled is None:
+        enabled = not constraint.mute
+    return enabled and constraint.influence > 0.0
+
+
+def _moves_with_chain(chain, obj):
+    """The chain bone (or bone below the chain's first) that ``obj`` hangs from, through any parents."""
+    armature = chain.armature
+    while obj is not None:
+        if obj.parent == armature and obj.parent_type == "BONE":
+            bone = armature.data.bones.get(obj.parent_bone)
+            if bone is not None and (bone.name == chain.names[0]
+                                     or chain.names[0] in [b.name for b in bone.parent_recursive]):
+                return bone.name
+        obj = obj.parent
+    return None
+
+
+def uniform_scale_over(matrices3, frames, what, fix):
+    """Like _uniform_scale over frames, naming the frames where it fails."""
+    gram = np.einsum("...ji,...jk->...ik", matrices3, matrices3)
+    scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max(axis=(-2, -1))
+    bad = ~np.isfinite(deviation) | (scale_squared <= 1e-30) | (deviation > _SCALE_TOLERANCE)
+    if bad.any():
+        from .bake import compact_frames
+        raise RigError(f"{what} has a zero, non-uniform or sheared scale at frames {compact_frames(frames[bad])}; {fix}")
+
+
 def chain_names(armature, tip_name):
     """The chain's bone names (first, middle, tip), or RigError."""
     if armature is None or armature.type != "ARMATURE":
@@ -121,6 +159,9 @@ def chain_names(armature, tip_name):
 
 def read_chain(armature, tip_name):
     """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry."""
+    if armature is not None and armature.library is not None:
+        raise RigError(f"Armature '{armature.name}' is linked from a library and cannot be posed or keyed here; "
+                       "make a library override of it first")
     names = chain_names(armature, tip_name)
     _uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
                    "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
@@ -130,6 +171,17 @@ def read_chain(armature, tip_name):
         if not np.allclose(tuple(pose_bone.scale), 1.0, atol=1e-6):
             raise RigError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
                            "(clear it with Alt+S)")
+    for pose_bone in pose_bones:
+        active = [c.name for c in pose_bone.constraints if _constraint_active(c)]
+        if active:
+            raise RigError(f"Bone '{pose_bone.name}' has constraints ({', '.join(active)}) that would change the "
+                           "solved pose; mute or remove them (this add-on replaces an IK constraint)")
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    for driver in drivers:
+        for name in names:
+            if driver.data_path.startswith(bone_path(name, "")) and not driver.mute:
+                raise RigError(f"Bone '{name}' has a driver on '{driver.data_path.rsplit('.', 1)[-1]}' that "
+                               "would change the solved pose; remove or mute it")
     for bone in bones[1:]:
         if not bone.use_inherit_rotation:
             raise RigError(f"Bone '{bone.name}' does not inherit rotation; turn on Inherit Rotation "
@@ -179,9 +231,12 @@ def check_target(chain, target, options, pole=None):
     """Validate target and pole against the chain; returns their armature-space matrices."""
     armature = chain.armature
     matrix = _object_matrix(armature, target, "target")
-    if target.parent == armature and target.parent_type == "BONE" and target.parent_bone in chain.names:
-        raise RigError(f"The target '{target.name}' is parented to chain bone '{target.parent_bone}' and would "
-                       "move with the chain; parent it elsewhere")
+    pole_object = pole if options.plane == "POLE" else None
+    for role, obj in (("target", target), ("pole", pole_object)):
+        bone = _moves_with_chain(chain, obj)
+        if bone is not None:
+            raise RigError(f"The {role} '{obj.name}' is parented (through '{bone}') to the chain and would move "
+                           "with it; parent it elsewhere")
     column, _ = AXES[options.up_axis]
     if np.linalg.norm(matrix[:3, column]) < 1e-12:
         raise RigError(f"The target '{target.name}' has zero scale on its {options.up_axis.lstrip('-')} axis")
@@ -238,6 +293,11 @@ def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, c
     target = np.asarray(target, dtype=np.float64)
     scale = _uniform_scale(base[:, :3, :3], f"The parent of bone '{chain.names[0]}'",
                            "the chain's parent bones must have a uniform scale")
+    if np.any(np.abs(scale - 1.0) > _SCALE_TOLERANCE):
+        for name in chain.names[1:]:
+            if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
+                raise RigError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
+                               "Inherit Scale to Full, or unscale the parent")
     base_rotation = base[:, :3, :3] / scale[:, None, None]
     origin = base[:, :3, 3]
     lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)

@@ -47,6 +47,8 @@ def direct_reason(obj, scene):
                 return f"'{obj.name}' blends or loops its action"
         if obj.parent is not None and obj.parent_type != "OBJECT":
             return f"'{obj.name}' has a {obj.parent_type.lower()} parent"
+        if obj.parent is not None and obj.parent.type == "CURVE" and obj.parent.data.use_path:
+            return f"'{obj.name}' follows the path of curve '{obj.parent.name}'"
         obj = obj.parent
     return None
 
@@ -109,19 +111,25 @@ def base_reason(chain):
     for bone in ancestors + chain.pose_bones:
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
-    def bone_path(bone):
-        return f'pose.bones["{bpy.utils.escape_identifier(bone.name)}"].'
-
-    above = tuple(bone_path(bone) for bone in ancestors)
-    first = bone_path(pose_bone)
+    above = tuple(rig.bone_path(bone.name, "") for bone in ancestors)
     for fcurve in keys.object_fcurves(armature):
+        if not _is_muted(fcurve) and above and fcurve.data_path.startswith(above):
+            return "a bone above the chain is animated"
+    return None
+
+
+def check_chain_not_animated(chain):
+    """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
+    animated location (of an unconnected bone) or scale on a chain bone."""
+    for fcurve in keys.object_fcurves(chain.armature):
         if _is_muted(fcurve):
             continue
-        if above and fcurve.data_path.startswith(above):
-            return "a bone above the chain is animated"
-        if fcurve.data_path in (first + "location", first + "scale"):
-            return f"bone '{pose_bone.name}' has animated location or scale"
-    return None
+        for name in chain.names:
+            connected = chain.armature.data.bones[name].use_connect
+            for attribute in ("scale",) if connected else ("location", "scale"):
+                if fcurve.data_path == rig.bone_path(name, attribute):
+                    raise rig.RigError(f"Bone '{name}' has an animated {attribute}; the bake keys rotations only "
+                                       f"and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
 @dataclass
@@ -175,6 +183,8 @@ def sample(scene, chain, target, pole, frames, progress=None):
         base = per_frame.pop("base", base)
         world.update(per_frame)
 
+    rig.uniform_scale_over(world["armature"][:, :3, :3], frames, f"Armature '{armature.name}'",
+                           "give it a uniform, non-zero scale on every frame")
     to_armature = np.linalg.inv(world["armature"])
     target_matrices = to_armature @ world["target"]
     pole_points = None

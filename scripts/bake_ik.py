@@ -235,7 +235,7 @@ def bake_file(path, output, args):
             raise UserError(f"{path}: the frame range is empty: start {start} is after end {end}")
         try:
             result = bake.bake_chain(scene, armature, start, end, args.step)
-        except rig.RigError as error:
+        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
             raise UserError(f"{path}: {error}") from None
         _save_copy(bpy, os.path.abspath(output))
         return {

@@ -248,3 +248,54 @@ def test_direct_and_per_frame_sampling_agree(blender):
             scene.frame_set(int(frame))
             per_frame.append(rig.matrix_array(child.matrix_world))
         np.testing.assert_allclose(direct, np.array(per_frame), atol=2e-6, err_msg=mode)
+
+
+def test_animated_scale_on_a_chain_bone_is_refused(blender):
+    bpy = blender
+    obj, target = setup(bpy)
+    obj.pose.bones["b1"].keyframe_insert("scale", frame=1)
+    with pytest.raises(RuntimeError, match="Bone 'b1' has an animated scale"):
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=20)
+    assert rotation_keys(obj, "b2", "rotation_quaternion") == []
+
+
+def test_an_armature_keyed_to_zero_scale_is_a_clear_error(blender):
+    bpy = blender
+    obj, target = setup(bpy)
+    obj.keyframe_insert("scale", frame=1)
+    obj.scale = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("scale", frame=20)
+    bpy.context.scene.frame_set(1)
+    with pytest.raises(RuntimeError, match="zero, non-uniform or sheared scale at frames 20"):
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=20)
+    assert rotation_keys(obj, "b2", "rotation_quaternion") == []
+
+
+def test_a_target_following_a_curve_path_is_sampled_per_frame(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    target.animation_data_clear()
+    curve = bpy.data.curves.new("Path", "CURVE")
+    spline = curve.splines.new("POLY")
+    spline.points.add(2)
+    for point, co in zip(spline.points, [(0.8, -0.5, 1.0, 1), (0.6, 0.0, 1.3, 1), (0.8, 0.5, 1.0, 1)]):
+        point.co = co
+    curve.use_path = True
+    curve.path_duration = 30
+    path = bpy.data.objects.new("Path", curve)
+    bpy.context.scene.collection.objects.link(path)
+    target.location = (0.0, 0.0, 0.0)
+    target.parent = path
+    curve.eval_time = 0.0
+    curve.keyframe_insert("eval_time", frame=1)
+    curve.eval_time = 30.0
+    curve.keyframe_insert("eval_time", frame=30)
+    positions = []
+    for frame in (1, 15, 30):
+        bpy.context.scene.frame_set(frame)
+        positions.append(np.array(target.matrix_world.translation))
+    assert np.linalg.norm(positions[0] - positions[2]) > 0.5  # it really travels
+    result = bake.bake_chain(bpy.context.scene, obj, 1, 30)
+    assert not result.direct and any("follows the path" in reason for reason in result.reasons)
+    check_replay(bpy, obj, target, result)

@@ -125,7 +125,12 @@ def test_out_of_reach_takes_the_closest_pose_and_warns(blender, capfd):
     ("flat_target", "zero scale on its Z axis"),
     ("scaled_bone", "unit pose scale"),
     ("no_inherit", "does not inherit rotation"),
-    ("target_on_chain", "would move with the chain"),
+    ("target_on_chain", "would move with it"),
+    ("target_below_chain", "through 'b3'"),
+    ("pole_on_chain", "The pole 'Pole' is parented"),
+    ("constraint", "has constraints \\(IK\\)"),
+    ("driver", "has a driver"),
+    ("inherit_scale", "does not inherit the scale"),
     ("target_is_armature", "cannot be the armature itself"),
 ])
 def test_bad_input_is_refused_and_nothing_changes(blender, case, message):
@@ -157,12 +162,30 @@ def test_bad_input_is_refused_and_nothing_changes(blender, case, message):
         obj.data.bones["b3"].use_inherit_rotation = False
     elif case == "target_is_armature":
         ik.target = obj  # the property's poll only filters the UI's list
+    elif case == "target_below_chain":  # through another Empty hanging from the tip bone
+        holder = add_empty("Holder")
+        holder.parent, holder.parent_type, holder.parent_bone = obj, "BONE", "b3"
+        target.parent = holder
+    elif case == "pole_on_chain":
+        pole = add_empty("Pole")
+        pole.parent, pole.parent_type, pole.parent_bone = obj, "BONE", "b1"
+        ik.plane, ik.pole = "POLE", pole
+    elif case == "constraint":  # an IK constraint left over would fight the solve
+        constraint = obj.pose.bones["b3"].constraints.new("IK")
+        constraint.name = "IK"
+    elif case == "driver":
+        obj.pose.bones["b2"].driver_add("rotation_quaternion", 1).driver.expression = "0.1"
+    elif case == "inherit_scale":
+        obj.pose.bones["root"].scale = (1.5, 1.5, 1.5)
+        obj.data.bones["b2"].inherit_scale = "NONE"
     elif case == "target_on_chain":
         target.parent = obj
         target.parent_type = "BONE"
         target.parent_bone = "b2"
     bpy.context.view_layer.update()
     before = pose_snapshot(obj)
+    if case == "driver":  # a driver is evaluated on updates: compare with the pose it produces
+        before = pose_snapshot(obj)
     # In background mode bpy.ops raises on an ERROR report; the operator itself returned CANCELLED.
     with pytest.raises(RuntimeError, match=message):
         bpy.ops.blender_ik.solve()
@@ -281,3 +304,19 @@ def test_solve_sees_pose_changes_a_script_made_without_an_update(blender):
     tip, direction = tip_and_direction(obj)
     assert np.linalg.norm(tip - np.array(target.matrix_world.translation)) < POSITION_TOLERANCE * 2.2
     assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE
+
+
+def test_linked_armature_is_refused(blender, tmp_path):
+    bpy = blender
+    build_arm()
+    path = str(tmp_path / "library.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(path, link=True) as (data_from, data_to):
+        data_to.objects = ["Arm"]
+    obj = data_to.objects[0]
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    assert obj.library is not None
+    with pytest.raises(RuntimeError, match="linked from a library"):
+        bpy.ops.blender_ik.solve()
