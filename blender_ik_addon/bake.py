@@ -36,6 +36,7 @@ class BakeResult:
     direct: bool  # sampled from F-curves without changing the scene's frame
     reasons: list = field(default_factory=list)  # why something was sampled per frame
     seconds: float = 0.0
+    live_turned_off: bool = False  # live mode was on; the bake turned it off so the keys show
 
     def summary(self):
         first, last = int(self.frames[0]), int(self.frames[-1])
@@ -47,6 +48,8 @@ class BakeResult:
             text += f", {len(self.unreachable)} out of reach ({shown})"
         else:
             text += ", all in reach"
+        if self.live_turned_off:
+            text += "; Live turned off so the keys drive the chain"
         return text
 
 
@@ -64,8 +67,10 @@ def _previous_values(armature, pose_bone, frame):
 def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None):
     """Key the chain of ``armature`` (its ``blender_ik`` settings) on every ``step``-th frame.
 
-    Validates everything first and raises :class:`rig.RigError` with nothing changed. Keys outside the
-    range, and other channels and bones, are kept. ``progress(done, total)`` is called while sampling
+    Validates everything first and raises :class:`rig.RigError` with nothing changed. The chain's
+    rotation keys in ``[frame_start, frame_end]`` are replaced; keys outside the range, and other
+    channels and bones, are kept. Live mode, if on, is turned off (the keys drive the chain now), and
+    an empty tip bone setting is pinned to the chain that was baked. ``progress(done, total)`` is called while sampling
     frame by frame."""
     began = time.perf_counter()
     if step < 1:
@@ -101,7 +106,13 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
         channel_values = rotations.matrices_to_channels(local, pose_bone.rotation_mode, previous)
         channels += [(path, index, pose_bone.name) for index in range(channel_values.shape[1])]
         values.append(channel_values)
-    keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1), interpolation)
+    keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1), interpolation,
+                    replace=(frame_start, frame_end))
+    if not settings.tip_bone:  # pin the chain that was baked: the active bone changes with every click
+        settings.tip_bone = chain.names[2]
+    live_was_on = settings.live
+    if live_was_on:  # the keys drive the chain now; live solving would hide them
+        settings.live = False
     # Let the pose show the new keys at the current frame: re-evaluate the armature's animation only
     # (a frame_set would re-evaluate the whole scene, which in a heavy scene costs more than the bake).
     armature.update_tag(refresh={"TIME"})
@@ -110,7 +121,7 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
 
     solution = solve.solution
     return BakeResult(frames, frames[~solution.reachable].tolist(), int(solution.degenerate.sum()),
-                      samples.direct, samples.reasons, time.perf_counter() - began)
+                      samples.direct, samples.reasons, time.perf_counter() - began, live_was_on)
 
 
 def scene_range(scene):

@@ -139,13 +139,13 @@ def _read_keys(keyframe_points, attributes):
     return keys
 
 
-def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults):
-    """Replace the keys of ``fcurve`` inside ``[frames[0], frames[-1]]`` by the new ones, keep the rest."""
+def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults, replace):
+    """Replace the keys of ``fcurve`` inside ``replace`` (first, last frame) by the new ones, keep the rest."""
     keyframe_points = fcurve.keyframe_points
     old = _read_keys(keyframe_points, ("co",))
     old_frames = old["co"][:, 0]
-    before = old_frames < frames[0] - FRAME_TOLERANCE
-    after = old_frames > frames[-1] + FRAME_TOLERANCE
+    before = old_frames < replace[0] - FRAME_TOLERANCE
+    after = old_frames > replace[1] + FRAME_TOLERANCE
     kept = int(before.sum()) + int(after.sum())
     if kept:
         attributes = tuple(_KEY_ATTRIBUTES)
@@ -172,12 +172,13 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
     fcurve.update()
 
 
-def write_keys(obj, channels, frames, values, interpolation="LINEAR"):
+def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=None):
     """Key ``values`` at ``frames`` on ``channels`` of ``obj``, in bulk.
 
     ``channels`` is a list of ``(data_path, array_index, group_name)``; ``frames`` a sorted 1-D array of F
     frame numbers; ``values`` an (F, len(channels)) array. The action, slot and F-curves are created as
-    needed. On each channel the keys within ``[frames[0], frames[-1]]`` are replaced; keys outside that
+    needed. On each channel the keys within ``replace`` (a (first, last) frame pair; by default
+    ``(frames[0], frames[-1])``, widen it when keying every n-th frame of a range) are replaced; keys outside that
     range and other channels are kept as they were. New keys get AUTO_CLAMPED handles and the given
     ``interpolation`` (a Keyframe interpolation enum name such as 'LINEAR', 'BEZIER', 'CONSTANT').
     """
@@ -196,6 +197,10 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR"):
     except KeyError:
         raise ValueError(f"unknown keyframe interpolation {interpolation!r}") from None
 
+    replace = (float(frames[0]), float(frames[-1])) if replace is None else (float(replace[0]), float(replace[1]))
+    if replace[0] > frames[0] or replace[1] < frames[-1]:
+        raise ValueError(f"the replaced range {replace} must hold every new key")
+
     action = ensure_action(obj)
     existing = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in object_fcurves(obj)}
     defaults = _new_key_defaults()
@@ -204,7 +209,7 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR"):
         if fcurve is None:
             fcurve = _new_fcurve(obj, action, data_path, index, group_name)
             existing[(data_path, index)] = fcurve
-        _write_channel(fcurve, frames, values[:, column], interpolation_value, defaults)
+        _write_channel(fcurve, frames, values[:, column], interpolation_value, defaults, replace)
 
 
 def set_pose_bone_selected(pose_bone, selected):

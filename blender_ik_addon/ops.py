@@ -49,6 +49,8 @@ class BLENDER_IK_OT_solve(bpy.types.Operator):
             return {"CANCELLED"}
         rig.pose_chain(chain, solve.rotations[0])
         store_result(settings, solve.solution, 0)
+        if not settings.tip_bone:  # pin the chain: the active bone changes with every click
+            settings.tip_bone = chain.names[2]
         if solve.solution.reachable[0]:
             self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
         else:
@@ -88,8 +90,7 @@ class BLENDER_IK_OT_add_target(bpy.types.Operator):
         settings = armature.blender_ik
         rig.evaluate_now()
         try:
-            names = rig.chain_names(armature, settings.tip_bone)
-            rig.read_chain(armature, settings.tip_bone)
+            names = rig.read_chain(armature, settings.tip_bone).names
         except rig.RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -102,10 +103,16 @@ class BLENDER_IK_OT_add_target(bpy.types.Operator):
         empty = bpy.data.objects.new(f"{names[2]}_target", None)
         empty.empty_display_type = "SINGLE_ARROW"
         empty.empty_display_size = max(tip.length * armature.matrix_world.median_scale * 0.5, 1e-3)
-        collection = armature.users_collection[0] if armature.users_collection else context.scene.collection
+        # The collection the user is working in (the Outliner's active one), if it can take new objects.
+        collection = context.collection
+        if collection is None or collection.library is not None or collection.override_library is not None:
+            collection = context.scene.collection
         collection.objects.link(empty)
         empty.matrix_world = matrix
-        empty.select_set(True)
+        try:
+            empty.select_set(True)
+        except RuntimeError:  # the collection is excluded from the view layer: nothing to select there
+            pass
         settings.tip_bone = names[2]
         settings.target = empty
         self.report({"INFO"}, f"Added target '{empty.name}' at the tip of '{names[2]}'")
@@ -119,9 +126,10 @@ class BLENDER_IK_OT_bake(bpy.types.Operator):
     bl_label = "Bake IK"
     bl_options = {"REGISTER", "UNDO"}
 
-    frame_start: bpy.props.IntProperty(name="Start Frame", min=-1048574, max=1048574,
+    # SKIP_SAVE: a new bake offers the scene's range, not the last bake's.
+    frame_start: bpy.props.IntProperty(name="Start Frame", min=-1048574, max=1048574, options={"SKIP_SAVE"},
                                        description="First frame to bake (default: the scene or preview range)")
-    frame_end: bpy.props.IntProperty(name="End Frame", min=-1048574, max=1048574,
+    frame_end: bpy.props.IntProperty(name="End Frame", min=-1048574, max=1048574, options={"SKIP_SAVE"},
                                      description="Last frame to bake (default: the scene or preview range)")
     step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000, description="Key every n-th frame")
     interpolation: bpy.props.EnumProperty(

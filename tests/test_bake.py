@@ -299,3 +299,35 @@ def test_a_target_following_a_curve_path_is_sampled_per_frame(blender):
     result = bake.bake_chain(bpy.context.scene, obj, 1, 30)
     assert not result.direct and any("follows the path" in reason for reason in result.reasons)
     check_replay(bpy, obj, target, result)
+
+
+def test_a_stepped_bake_replaces_every_key_in_its_range(blender):
+    bpy = blender
+    from blender_ik_addon import bake
+    obj, target = setup(bpy)
+    for frame in (1, 10, 12):
+        obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
+    bake.bake_chain(bpy.context.scene, obj, 1, 10, step=4)
+    frames = list(rotation_keys(obj, "b1", "rotation_quaternion")[0][:, 0])
+    assert frames == [1.0, 5.0, 9.0, 12.0]  # the old key at 10 is gone, the one at 12 kept
+
+
+def test_bake_turns_live_off_and_pins_the_tip_bone(blender, capfd):
+    bpy = blender
+    obj, target = setup(bpy)
+    obj.blender_ik.tip_bone = ""
+    obj.data.bones.active = obj.data.bones["b3"]
+    obj.blender_ik.live = True
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=30) == {"FINISHED"}
+    assert "Live turned off" in capfd.readouterr().out
+    assert not obj.blender_ik.live and obj.blender_ik.tip_bone == "b3"
+    # Edited keys now show: nothing re-solves over them.
+    for curve in [c for c in __import__("blender_ik_addon").keys.object_fcurves(obj)
+                  if c.data_path == 'pose.bones["b1"].rotation_quaternion']:
+        for key in curve.keyframe_points:
+            key.co[1] = 1.0 if curve.array_index == 0 else 0.0
+        curve.update()
+    obj.update_tag(refresh={"TIME"})
+    bpy.context.scene.frame_set(10)
+    assert tuple(obj.pose.bones["b1"].rotation_quaternion) == pytest.approx((1.0, 0.0, 0.0, 0.0))

@@ -320,3 +320,28 @@ def test_linked_armature_is_refused(blender, tmp_path):
     assert obj.library is not None
     with pytest.raises(RuntimeError, match="linked from a library"):
         bpy.ops.blender_ik.solve()
+
+
+def test_add_target_when_the_armatures_collection_is_excluded(blender):
+    bpy = blender
+    obj = build_arm()
+    hidden = bpy.data.collections.new("Hidden")
+    bpy.context.scene.collection.children.link(hidden)
+    hidden.objects.link(obj)  # the armature is in the scene collection and in an excluded one
+    bpy.context.view_layer.layer_collection.children["Hidden"].exclude = True
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    target = obj.blender_ik.target
+    assert target.name in bpy.context.view_layer.objects and target.select_get()
+    assert len([o for o in bpy.data.objects if o.type == "EMPTY"]) == 1
+
+
+def test_add_target_refused_changes_nothing(blender):
+    bpy = blender
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b1"
+    with pytest.raises(RuntimeError, match="needs two ancestors"):
+        bpy.ops.blender_ik.add_target()
+    assert not [o for o in bpy.data.objects if o.type == "EMPTY"]
