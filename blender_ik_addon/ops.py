@@ -19,7 +19,13 @@ def _armature_poll(cls, context):
     return True
 
 
-def store_result(settings, solution, index=-1):
+def distance_text(context, armature, distance):
+    """An armature-space distance in the scene's units, as the user sees it in the world."""
+    return bpy.utils.units.to_string(context.scene.unit_settings.system, "LENGTH",
+                                     distance * armature.matrix_world.median_scale)
+
+
+def store_result(settings, solution, index):
     """Keep the last solve for the panel's read-out."""
     reachable, miss, angles = rig.describe(solution, index)
     settings.has_result = True
@@ -54,8 +60,7 @@ class BLENDER_IK_OT_solve(bpy.types.Operator):
         if solve.solution.reachable[0]:
             self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
         else:
-            miss = bpy.utils.units.to_string(context.scene.unit_settings.system, "LENGTH",
-                                             float(solve.solution.miss[0]) * armature.matrix_world.median_scale)
+            miss = distance_text(context, armature, float(solve.solution.miss[0]))
             self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
         return {"FINISHED"}
 
@@ -72,8 +77,7 @@ def _up_to_bone_matrix(up_axis, roll_axis):
     second = np.zeros(3)
     second[roll_column] = roll_sign
     empty_frame = np.stack([up, second, np.cross(up, second)], -1)
-    bone_frame = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
-    return empty_frame @ bone_frame.T
+    return empty_frame @ rig.BONE_FRAME.T
 
 
 class BLENDER_IK_OT_add_target(bpy.types.Operator):

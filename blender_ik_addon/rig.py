@@ -22,6 +22,8 @@ from .solver import SolverInputError, solve_three_link
 
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
 _SCALE_TOLERANCE = 1e-5
+# A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
+BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
 
 
 class RigError(ValueError):
@@ -331,9 +333,7 @@ def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, c
         roll_column, roll_sign = AXES[options.roll_axis]
         roll = roll_sign * target[:, :3, roll_column]
         ok = np.linalg.norm(_reject(_unit(roll), solution.directions[:, 2]), axis=-1) > 1e-6
-        # The bone's own frame as frames() builds it: Y along the bone, Z toward the roll axis, Y × Z = X.
-        local = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
-        rolled = frames(solution.directions[:, 2], roll) @ local.T
+        rolled = frames(solution.directions[:, 2], roll) @ BONE_FRAME.T
         orientation[:, 2] = np.where(ok[:, None, None], rolled, orientation[:, 2])
 
     offset2, offset3 = chain.offsets[0][:3, :3], chain.offsets[1][:3, :3]

@@ -19,7 +19,6 @@ import numpy as np
 
 from . import keys, rig, rotations
 
-_ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
 
 
 def _is_muted(fcurve):
@@ -71,7 +70,7 @@ def _basis_matrices(obj, frames):
     location = _channel(obj, curves, "location", frames) + _channel(obj, curves, "delta_location", frames)
     scale = _channel(obj, curves, "scale", frames) * _channel(obj, curves, "delta_scale", frames)
     rotation = rotations.channels_to_matrix(
-        _channel(obj, curves, _ROTATION_PATHS.get(mode, "rotation_euler"), frames), mode)
+        _channel(obj, curves, rig.rotation_path(mode), frames), mode)
     if mode == "QUATERNION":
         rotation = rotations.channels_to_matrix(_channel(obj, curves, "delta_rotation_quaternion", frames),
                                                 mode) @ rotation

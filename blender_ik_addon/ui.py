@@ -4,6 +4,7 @@ import math
 import bpy
 
 from . import rig
+from .ops import distance_text
 
 
 class VIEW3D_PT_blender_ik(bpy.types.Panel):
@@ -49,8 +50,7 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             if settings.result_reachable:
                 box.label(text="Target reached", icon="CHECKMARK")
             else:
-                miss = bpy.utils.units.to_string(context.scene.unit_settings.system, "LENGTH",
-                                                 settings.result_miss * armature.matrix_world.median_scale)
+                miss = distance_text(context, armature, settings.result_miss)
                 box.label(text=f"Out of reach by {miss}", icon="ERROR")
             names = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
             grid = box.grid_flow(columns=2, even_columns=True)

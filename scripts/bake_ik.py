@@ -231,9 +231,7 @@ def bake_file(path, output, args):
         settings.target = target
         start = scene.frame_start if args.start is None else args.start
         end = scene.frame_end if args.end is None else args.end
-        if end < start:
-            raise UserError(f"{path}: the frame range is empty: start {start} is after end {end}")
-        try:
+        try:  # bake_chain validates the range, the chain and the target before it changes anything
             result = bake.bake_chain(scene, armature, start, end, args.step)
         except ValueError as error:  # RigError, and anything numeric the checks did not foresee
             raise UserError(f"{path}: {error}") from None

@@ -130,7 +130,7 @@ def key_counts(armature):
     """Per chain bone, the fewest keys on any of its rotation F-curves (0 if it has none)."""
     counts = {}
     for name in CHAIN:
-        path = f'pose.bones["{name}"].{rig.rotation_path(armature.pose.bones[name].rotation_mode)}'
+        path = rig.bone_path(name, rig.rotation_path(armature.pose.bones[name].rotation_mode))
         curves = [fcurve for fcurve in keys.object_fcurves(armature) if fcurve.data_path == path]
         counts[name] = min((len(fcurve.keyframe_points) for fcurve in curves), default=0)
     return counts

@@ -236,7 +236,7 @@ def test_direct_and_per_frame_sampling_agree(blender):
                 child.rotation_axis_angle = (frame * 0.05, 0.3, 1.0, 0.2)
             else:
                 child.rotation_euler = (frame * 0.05, -0.4, 0.3)
-            for path in ("location", sampling._ROTATION_PATHS.get(mode, "rotation_euler")):
+            for path in ("location", __import__("blender_ik_addon.rig").rig.rotation_path(mode)):
                 child.keyframe_insert(path, frame=frame)
         assert sampling.direct_reason(child, scene) is None
         results[mode] = child

@@ -29,12 +29,3 @@ def check_finite(name, *arrays):
         if not np.all(np.isfinite(array)):
             raise SolverInputError(f"{name} must be finite (got NaN or infinity)")
     return arrays
-
-
-def check_vectors(name, array):
-    array = as_float_array(array, name)
-    if array.ndim == 0 or array.shape[-1] != 3:
-        raise SolverInputError(f"{name} must be a 3D point or vector, or an array of them (shape (..., 3)); "
-                               f"got shape {array.shape}")
-    check_finite(name, array)
-    return array
