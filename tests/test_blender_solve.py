@@ -345,3 +345,30 @@ def test_add_target_refused_changes_nothing(blender):
     with pytest.raises(RuntimeError, match="needs two ancestors"):
         bpy.ops.blender_ik.add_target()
     assert not [o for o in bpy.data.objects if o.type == "EMPTY"]
+
+
+def test_a_library_override_keeps_its_settings_and_can_be_solved(blender, tmp_path):
+    bpy = blender
+    build_arm()
+    library = str(tmp_path / "library.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library, copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
+        data_to.objects = ["Arm"]
+    linked = data_to.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    obj = linked.override_create(remap_local_usages=True)
+    target = add_empty(location=(0.8, 0.3, 1.0), rotation=(0.3, 0.2, 0.1))
+    setup(bpy, obj, target, up_axis="-X", roll_axis="Y")
+    shot = str(tmp_path / "shot.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=shot)
+    bpy.ops.wm.open_mainfile(filepath=shot)
+    obj = next(o for o in bpy.data.objects if o.type == "ARMATURE" and o.library is None)
+    assert obj.override_library is not None
+    settings = obj.blender_ik
+    assert (settings.tip_bone, settings.up_axis, settings.roll_axis) == ("b3", "-X", "Y")
+    assert settings.target is not None and settings.target.name == "Target"
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    tip, direction = tip_and_direction(obj)
+    assert np.linalg.norm(tip - np.array(settings.target.matrix_world.translation)) < POSITION_TOLERANCE * 2.2
