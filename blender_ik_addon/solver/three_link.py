@@ -167,44 +167,42 @@ def _solve_single(plane, lengths, points, bend):
 
 
 def _solve_batch(plane, lengths, points, bend, batch):
-    """A batch: contiguous component rows, in chunks that stay in the CPU cache (temporaries the size
-    of a whole large batch would each be a fresh, page-faulting allocation)."""
+    """A batch, in chunks that stay in the CPU cache: each chunk's inputs are copied into contiguous
+    component rows, solved, and written straight into the outputs (whole-batch temporaries would each
+    be a fresh, page-faulting allocation, and whole-batch transposes memory-bound copies)."""
     count = math.prod(batch)
     names = ["base", "target", "up vector", "fallback normal"] + (["pole"] if plane == "POLE" else [])
-    rows = {name: np.ascontiguousarray(np.broadcast_to(points[name], batch + (3,)).reshape(count, 3).T)
-            for name in names}
-    rows["lengths"] = np.ascontiguousarray(np.broadcast_to(lengths, batch + (3,)).reshape(count, 3).T)
-    up_length = np.sqrt(dot(rows["up vector"], rows["up vector"]))
-    fallback_length = np.sqrt(dot(rows["fallback normal"], rows["fallback normal"]))
-    _check(bool(np.isfinite(rows["lengths"]).all()), rows["lengths"].min(initial=0.0),
-           {name: bool(np.isfinite(points[name]).all()) for name in names},
-           up_length.min(initial=1.0), fallback_length.min(initial=1.0))
-    rows["up vector"] = rows["up vector"] / up_length
-    rows["fallback normal"] = rows["fallback normal"] / fallback_length
-    sign = np.ascontiguousarray(np.broadcast_to(np.where(bend, 1.0, -1.0), batch).reshape(count))
+    flat = {name: np.broadcast_to(points[name], batch + (3,)).reshape(count, 3) for name in names}
+    flat["lengths"] = np.broadcast_to(lengths, batch + (3,)).reshape(count, 3)
+    _check(bool(np.isfinite(flat["lengths"]).all()), flat["lengths"].min(initial=0.0),
+           {name: bool(np.isfinite(points[name]).all()) for name in names}, 1.0, 1.0)
+    sign = np.broadcast_to(np.where(bend, 1.0, -1.0), batch).reshape(count)
 
-    out_vectors = np.empty((5, 3, count))  # link 1, link 2, middle joint, wrist, tip; the normal last
-    out_normal = np.empty((3, count))
-    out_scalars = np.empty((9, count))
+    directions = np.empty((count, 3, 3))
+    joints = np.empty((count, 4, 3))
+    normals = np.empty((count, 3))
+    scalars = np.empty((9, count))
     for start in range(0, count, _CHUNK):
         part = slice(start, min(start + _CHUNK, count))
-        base, target, up, fallback, lengths_part = (
-            tuple(rows[name][:, part]) for name in ("base", "target", "up vector", "fallback normal", "lengths"))
-        reference = sub(tuple(rows["pole"][:, part]), base) if plane == "POLE" else up
-        links, joints, normal, reachable, miss, degenerate, angles = _core(
-            _ops.NUMPY, base, *lengths_part, target, up, reference, sign[part], fallback)
-        for index, vector in enumerate(links[:2] + joints[1:]):
-            for axis in range(3):
-                out_vectors[index, axis, part] = vector[axis]
+        rows = {name: tuple(np.ascontiguousarray(flat[name][part].T)) for name in flat}
+        up, fallback = rows["up vector"], rows["fallback normal"]
+        up_length, fallback_length = np.sqrt(dot(up, up)), np.sqrt(dot(fallback, fallback))
+        _check(True, 0.0, {}, up_length.min(), fallback_length.min())
+        up, fallback = scale(up, 1.0 / up_length), scale(fallback, 1.0 / fallback_length)
+        base = rows["base"]
+        reference = sub(rows["pole"], base) if plane == "POLE" else up
+        links, chain_joints, normal, reachable, miss, degenerate, angles = _core(
+            _ops.NUMPY, base, *rows["lengths"], rows["target"], up, reference, sign[part], fallback)
         for axis in range(3):
-            out_normal[axis, part] = normal[axis]
+            for index, vector in enumerate(links):
+                directions[part, index, axis] = vector[axis]
+            for index, vector in enumerate(chain_joints):
+                joints[part, index, axis] = vector[axis]
+            normals[part, axis] = normal[axis]
         for index, value in enumerate((reachable, miss, degenerate) + angles):
-            out_scalars[index, part] = value
+            scalars[index, part] = value
 
-    vectors = out_vectors.transpose(2, 0, 1)  # (count, 5, 3)
-    directions = np.concatenate([vectors[:, 0:2], rows["up vector"].T[:, None, :]], axis=1)
-    joints = np.concatenate([rows["base"].T[:, None, :], vectors[:, 2:5]], axis=1)
-    scalars = [out_scalars[i].reshape(batch) for i in range(9)]
+    scalars = [row.reshape(batch) for row in scalars]
     return ThreeLinkSolution(
-        directions.reshape(batch + (3, 3)), joints.reshape(batch + (4, 3)), out_normal.T.reshape(batch + (3,)),
+        directions.reshape(batch + (3, 3)), joints.reshape(batch + (4, 3)), normals.reshape(batch + (3,)),
         scalars[0].astype(bool), scalars[1], scalars[2].astype(bool), *scalars[3:])
