@@ -31,7 +31,8 @@ def blender():
         blender_ik_addon.unregister()
 
 
-def _python_handlers():
+def python_handlers():
+    """Every Python function in bpy.app.handlers, as (handler list name, function)."""
     bpy = sys.modules.get("bpy")
     if bpy is None:
         return []
@@ -39,9 +40,14 @@ def _python_handlers():
     for name in dir(bpy.app.handlers):
         handlers = getattr(bpy.app.handlers, name)
         if isinstance(handlers, list):
-            found += [(name, handler) for handler in handlers
-                      if getattr(handler, "__module__", "").startswith(("blender_ik_addon", "bl_ext."))]
+            found += [(name, handler) for handler in handlers if callable(handler)]
     return found
+
+
+def _python_handlers():
+    """The add-on's own handlers."""
+    return [(name, handler) for name, handler in python_handlers()
+            if getattr(handler, "__module__", "").startswith(("blender_ik_addon", "bl_ext."))]
 
 
 @pytest.hookimpl(trylast=True)

@@ -306,8 +306,8 @@ def test_solve_sees_pose_changes_a_script_made_without_an_update(blender):
     assert angle_between(direction, axis_of(target)) < ANGLE_TOLERANCE
 
 
-def test_linked_armature_is_refused(blender, tmp_path):
-    bpy = blender
+def link_arm_from_library(bpy, tmp_path):
+    """A fresh file with the arm linked from a library file: the linked object, in the scene."""
     build_arm()
     path = str(tmp_path / "library.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
@@ -316,6 +316,12 @@ def test_linked_armature_is_refused(blender, tmp_path):
         data_to.objects = ["Arm"]
     obj = data_to.objects[0]
     bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def test_linked_armature_is_refused(blender, tmp_path):
+    bpy = blender
+    obj = link_arm_from_library(bpy, tmp_path)
     bpy.context.view_layer.objects.active = obj
     assert obj.library is not None
     with pytest.raises(RuntimeError, match="linked from a library"):
@@ -349,15 +355,7 @@ def test_add_target_refused_changes_nothing(blender):
 
 def test_a_library_override_keeps_its_settings_and_can_be_solved(blender, tmp_path):
     bpy = blender
-    build_arm()
-    library = str(tmp_path / "library.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=library, copy=True)
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
-        data_to.objects = ["Arm"]
-    linked = data_to.objects[0]
-    bpy.context.scene.collection.objects.link(linked)
-    obj = linked.override_create(remap_local_usages=True)
+    obj = link_arm_from_library(bpy, tmp_path).override_create(remap_local_usages=True)
     target = add_empty(location=(0.8, 0.3, 1.0), rotation=(0.3, 0.2, 0.1))
     setup(bpy, obj, target, up_axis="-X", roll_axis="Y")
     shot = str(tmp_path / "shot.blend")

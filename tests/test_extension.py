@@ -5,7 +5,6 @@ The install runs in a separate Python process with its own empty Blender user fo
 ``blender`` fixture registers ``blender_ik_addon`` under that name in this process, and the
 extension (``bl_ext.user_default.analytic_ik``) would register the same class names.
 """
-import importlib.util
 import json
 import os
 import subprocess
@@ -22,7 +21,6 @@ REPO = "user_default"
 MODULE = f"bl_ext.{REPO}.analytic_ik"
 TYPES = ("BLENDER_IK_OT_solve", "BLENDER_IK_OT_add_target", "BLENDER_IK_OT_bake", "VIEW3D_PT_blender_ik")
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="needs the bpy module")
 
 # Runs in a fresh process: install the zip into the user repository, enable it, look, disable it, look.
 # Writes what it saw as JSON; the assertions are made in the test, where failures read well.

@@ -1,12 +1,12 @@
 """Blender tests for keys.py: the keys written are judged by what Blender evaluates, on every bpy version."""
 import math
 
+import bpy
 import numpy as np
 import pytest
+from conftest import python_handlers
 
-bpy = pytest.importorskip("bpy")
-
-from blender_ik_addon import keys  # noqa: E402
+from blender_ik_addon import keys
 
 LAYERED = "action_slot" in bpy.types.AnimData.bl_rna.properties
 QUAT = 'pose.bones["B"].rotation_quaternion'
@@ -278,13 +278,6 @@ def test_selection_helpers_round_trip(empty_file):
         assert keys.is_pose_bone_selected(bone) is selected
 
 
-def python_handlers():
-    found = []
-    for name in dir(bpy.app.handlers):
-        handlers = getattr(bpy.app.handlers, name)
-        if isinstance(handlers, list):
-            found += [(name, handler) for handler in handlers if callable(handler)]
-    return found
 
 
 def test_no_handlers_are_added(empty_file):
