@@ -70,8 +70,8 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
     Validates everything first and raises :class:`rig.RigError` with nothing changed. The chain's
     rotation keys in ``[frame_start, frame_end]`` are replaced; keys outside the range, and other
     channels and bones, are kept. Live mode, if on, is turned off (the keys drive the chain now), and
-    an empty tip bone setting is pinned to the chain that was baked. ``progress(done, total)`` is called while sampling
-    frame by frame."""
+    an empty tip bone setting is pinned to the chain that was baked. ``progress(done, total)`` is called
+    while sampling frame by frame."""
     began = time.perf_counter()
     if step < 1:
         raise rig.RigError(f"Step must be 1 or more (got {step})")
@@ -108,8 +108,7 @@ def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="L
         values.append(channel_values)
     keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1), interpolation,
                     replace=(frame_start, frame_end))
-    if not settings.tip_bone:  # pin the chain that was baked: the active bone changes with every click
-        settings.tip_bone = chain.names[2]
+    rig.pin_tip_bone(settings, chain.names)
     live_was_on = settings.live
     if live_was_on:  # the keys drive the chain now; live solving would hide them
         settings.live = False

@@ -157,9 +157,8 @@ def live_changed(armature):
     _last_inputs.pop(armature.name, None)
     settings = armature.blender_ik
     if settings.live:
-        if not settings.tip_bone:  # pin the chain: the active bone changes with every click
-            with contextlib.suppress(rig.RigError):
-                settings.tip_bone = rig.chain_names(armature, "")[2]
+        with contextlib.suppress(rig.RigError):
+            rig.pin_tip_bone(settings, rig.chain_names(armature, settings.tip_bone))
         scene = bpy.context.scene
         if scene is not None and armature.name in scene.objects:
             solve_live(armature, scene, force=True)

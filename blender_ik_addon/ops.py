@@ -1,5 +1,4 @@
 """Operators: thin. Validate, call rig/bake, report."""
-import math
 
 import bpy
 import numpy as np
@@ -27,11 +26,11 @@ def distance_text(context, armature, distance):
 
 def store_result(settings, solution, index):
     """Keep the last solve for the panel's read-out."""
-    reachable, miss, angles = rig.describe(solution, index)
     settings.has_result = True
-    settings.result_reachable = reachable
-    settings.result_miss = miss
-    settings.result_angles = [math.radians(angles[name]) for name in ("yaw", "theta0", "theta1", "theta2", "roll")]
+    settings.result_reachable = bool(solution.reachable[index])
+    settings.result_miss = float(solution.miss[index])
+    settings.result_angles = [float(getattr(solution, name)[index])
+                              for name in ("yaw", "theta0", "theta1", "theta2", "roll")]
     settings.result_message = ""
 
 
@@ -55,8 +54,7 @@ class BLENDER_IK_OT_solve(bpy.types.Operator):
             return {"CANCELLED"}
         rig.pose_chain(chain, solve.rotations[0])
         store_result(settings, solve.solution, 0)
-        if not settings.tip_bone:  # pin the chain: the active bone changes with every click
-            settings.tip_bone = chain.names[2]
+        rig.pin_tip_bone(settings, chain.names)
         if solve.solution.reachable[0]:
             self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
         else:

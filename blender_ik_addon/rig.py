@@ -11,7 +11,6 @@ Bone rotations map each bone's rest frame (its link direction, and the rest bend
 its solved frame (solved direction, solved normal): each bone keeps its roll relative to the bend
 plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
 """
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,14 +91,22 @@ def frames(direction, normal):
     return np.stack([direction, normal, np.cross(direction, normal)], -1)
 
 
-def _uniform_scale(matrix3, what, fix):
-    """The uniform scale of (..., 3, 3) matrices, or RigError when the scale is not uniform."""
-    gram = np.einsum("...ji,...jk->...ik", matrix3, matrix3)
+def uniform_scale(matrices3, what, fix, frames=None):
+    """The uniform scale of each of (N, 3, 3) matrices, or RigError when one is zero, invalid,
+    non-uniform or sheared; given the samples' frame numbers, the message names the frames."""
+    gram = np.einsum("...ji,...jk->...ik", matrices3, matrices3)
     scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
-    if not np.all(np.isfinite(gram)) or np.any(scale_squared <= 1e-30):
-        raise RigError(f"{what} has a zero or invalid scale; {fix}")
-    deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max()
-    if deviation > _SCALE_TOLERANCE:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max(axis=(-2, -1))
+    degenerate = ~np.isfinite(deviation) | (scale_squared <= 1e-30)
+    bad = degenerate | (deviation > _SCALE_TOLERANCE)
+    if bad.any():
+        if frames is not None:
+            from .bake import compact_frames
+            raise RigError(f"{what} has a zero, non-uniform or sheared scale at frames "
+                           f"{compact_frames(frames[bad])}; {fix}")
+        if degenerate.any():
+            raise RigError(f"{what} has a zero or invalid scale; {fix}")
         raise RigError(f"{what} has a non-uniform scale or shear; {fix}")
     return np.sqrt(scale_squared)
 
@@ -129,18 +136,6 @@ def _moves_with_chain(chain, obj):
     return None
 
 
-def uniform_scale_over(matrices3, frames, what, fix):
-    """Like _uniform_scale over frames, naming the frames where it fails."""
-    gram = np.einsum("...ji,...jk->...ik", matrices3, matrices3)
-    scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max(axis=(-2, -1))
-    bad = ~np.isfinite(deviation) | (scale_squared <= 1e-30) | (deviation > _SCALE_TOLERANCE)
-    if bad.any():
-        from .bake import compact_frames
-        raise RigError(f"{what} has a zero, non-uniform or sheared scale at frames {compact_frames(frames[bad])}; {fix}")
-
-
 def chain_names(armature, tip_name):
     """The chain's bone names (first, middle, tip), or RigError."""
     if armature is None or armature.type != "ARMATURE":
@@ -165,7 +160,7 @@ def read_chain(armature, tip_name):
         raise RigError(f"Armature '{armature.name}' is linked from a library and cannot be posed or keyed here; "
                        "make a library override of it first")
     names = chain_names(armature, tip_name)
-    _uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
+    uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
                    "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
@@ -293,7 +288,7 @@ def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, c
     """
     base = np.asarray(base, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
-    scale = _uniform_scale(base[:, :3, :3], f"The parent of bone '{chain.names[0]}'",
+    scale = uniform_scale(base[:, :3, :3], f"The parent of bone '{chain.names[0]}'",
                            "the chain's parent bones must have a uniform scale")
     if np.any(np.abs(scale - 1.0) > _SCALE_TOLERANCE):
         for name in chain.names[1:]:
@@ -376,6 +371,13 @@ def pose_chain(chain, local_rotations):
         set_rotation(pose_bone, values[0])
 
 
+def pin_tip_bone(settings, names):
+    """An empty Tip Bone means "the active bone", which changes with every click: once a chain has been
+    solved, baked or set live, name its tip bone so it stays that chain."""
+    if not settings.tip_bone:
+        settings.tip_bone = names[2]
+
+
 def evaluate_now():
     """Bring evaluated matrices up to date: a script may have changed a pose or a transform since
     the last evaluation, and ``PoseBone.matrix`` and ``matrix_world`` would still show the old one."""
@@ -394,10 +396,3 @@ def solve_current(armature, settings):
     solve = solve_chain(chain, base_matrix(chain)[None], target[None], options,
                         None if pole is None else pole[None, :3, 3], fallback)
     return chain, solve
-
-
-def describe(solution, index=0):
-    """The last solve in words and degrees, for reports and the panel."""
-    angles = {name: math.degrees(float(getattr(solution, name)[index]))
-              for name in ("yaw", "theta0", "theta1", "theta2", "roll")}
-    return bool(solution.reachable[index]), float(solution.miss[index]), angles

@@ -107,7 +107,7 @@ def base_reason(chain):
         return f"'{armature.name}' has drivers"
     if armature.animation_data is not None and any(not t.mute for t in armature.animation_data.nla_tracks):
         return f"'{armature.name}' has NLA tracks"
-    for bone in ancestors + chain.pose_bones:
+    for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
     above = tuple(rig.bone_path(bone.name, "") for bone in ancestors)
@@ -182,8 +182,8 @@ def sample(scene, chain, target, pole, frames, progress=None):
         base = per_frame.pop("base", base)
         world.update(per_frame)
 
-    rig.uniform_scale_over(world["armature"][:, :3, :3], frames, f"Armature '{armature.name}'",
-                           "give it a uniform, non-zero scale on every frame")
+    rig.uniform_scale(world["armature"][:, :3, :3], f"Armature '{armature.name}'",
+                      "give it a uniform, non-zero scale on every frame", frames)
     to_armature = np.linalg.inv(world["armature"])
     target_matrices = to_armature @ world["target"]
     pole_points = None
