@@ -1,6 +1,8 @@
-"""Bake the chain's IK to rotation keys: sample everything, solve all frames at once, write in bulk.
+"""Bake chains' IK to rotation keys: validate every chain, sample once, solve each chain in one call,
+write all keys in bulk.
 
-The operator (ops.py) and the command-line script (scripts/bake_ik.py) both call :func:`bake_chain`.
+The operator (ops.py) and the command-line script (scripts/bake_ik.py, through ops.run_bake) call
+:func:`bake_chains`. It takes plain chain descriptions and changes no settings.
 """
 import time
 from dataclasses import dataclass, field
@@ -8,119 +10,142 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import keys, live, rig, rotations, sampling
+from . import keys, rotations, runtime, sampling
+from .chain import AXES, ChainError, bone_path, evaluate_now, prepare, rotation_path, rotation_values, solve_chain
+from .report import compact_frames
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
 
 
-def compact_frames(frames):
-    """[3, 4, 5, 9, 11, 12] -> '3-5, 9, 11-12'."""
-    parts = []
-    frames = [int(f) for f in frames]
-    start = previous = None
-    for frame in frames + [None]:
-        if start is not None and (frame is None or frame != previous + 1):
-            parts.append(f"{start}" if start == previous else f"{start}-{previous}")
-            start = None
-        if frame is not None and start is None:
-            start = frame
-        previous = frame
-    return ", ".join(parts)
+@dataclass
+class ChainBake:
+    """What one chain's bake did."""
+
+    spec: object  # the ChainSpec baked
+    bones: tuple  # first, middle, tip
+    unreachable: list  # frames where the target was out of reach (the chain took the closest pose)
+    degenerate: list  # frames whose bend plane was undefined (the previous frame's plane was kept)
+
+    @property
+    def name(self):
+        return self.spec.label
 
 
 @dataclass
 class BakeResult:
     frames: np.ndarray  # the keyed frames
-    unreachable: list  # frames where the target was out of reach (the chain took the closest pose)
-    degenerate: int  # frames whose bend plane was undefined and carried over
+    chains: list  # ChainBake per chain, in solve order
     direct: bool  # sampled from F-curves without changing the scene's frame
     reasons: list = field(default_factory=list)  # why something was sampled per frame
     seconds: float = 0.0
-    live_turned_off: bool = False  # live mode was on; the bake turned it off so the keys show
+    live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
+
+    @property
+    def unreachable(self):
+        """Frames where any chain was out of reach."""
+        return sorted({frame for chain in self.chains for frame in chain.unreachable})
 
     def summary(self):
         first, last = int(self.frames[0]), int(self.frames[-1])
         text = f"Baked {len(self.frames)} frames ({first}-{last})"
-        if self.unreachable:
-            shown = compact_frames(self.unreachable)
-            if len(shown) > 60:
-                shown = shown[:57].rsplit(",", 1)[0] + ", ..."
-            text += f", {len(self.unreachable)} out of reach ({shown})"
-        else:
-            text += ", all in reach"
+        if len(self.chains) > 1:
+            text += f" × {len(self.chains)} chains"
+        notes = []
+        for chain in self.chains:
+            who = f"{chain.name} " if len(self.chains) > 1 else ""
+            if chain.unreachable:
+                notes.append(f"{who}{len(chain.unreachable)} out of reach ({compact_frames(chain.unreachable, 60)})")
+            if chain.degenerate:
+                notes.append(f"{who}{len(chain.degenerate)} with an undefined bend plane, kept from the frame "
+                             f"before ({compact_frames(chain.degenerate, 60)})")
+        text += "; " + "; ".join(notes) if notes else ", all in reach"
         if self.live_turned_off:
-            text += "; Live turned off so the keys drive the chain"
+            text += f"; Live turned off on {', '.join(self.live_turned_off)} so the keys drive the pose"
         return text
 
 
 def _previous_values(armature, pose_bone, frame):
     """The value the first new key should be continuous with: the bone's existing animation at the
     first baked frame, or its current value when it has none."""
-    path = rig.bone_path(pose_bone.name, rig.rotation_path(pose_bone.rotation_mode))
-    current = rig.rotation_values(pose_bone)
+    path = bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))
+    current = rotation_values(pose_bone)
     curves = [keys.find_fcurve(armature, path, index) for index in range(len(current))]
     if all(curve is not None and len(curve.keyframe_points) for curve in curves):
         return np.array([curve.evaluate(frame) for curve in curves]), path
     return current, path
 
 
-def bake_chain(scene, armature, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None):
-    """Key the chain of ``armature`` (its ``blender_ik`` settings) on every ``step``-th frame.
+def _check_samples(spec, frames, target, pole):
+    bad = ~np.isfinite(target).all(axis=(1, 2))
+    if pole is not None:
+        bad |= ~np.isfinite(pole).all(axis=1)
+    column, _ = AXES[spec.up_axis]
+    bad |= np.linalg.norm(target[:, :3, column], axis=-1) < 1e-12
+    if bad.any():
+        raise ChainError(f"The target (or pole) has an invalid transform or a zero-scale up axis at frames "
+                         f"{compact_frames(frames[bad], 60)}", spec.label)
 
-    Validates everything first and raises :class:`rig.RigError` with nothing changed. The chain's
-    rotation keys in ``[frame_start, frame_end]`` are replaced; keys outside the range, and other
-    channels and bones, are kept. Live mode, if on, is turned off (the keys drive the chain now), and
-    an empty tip bone setting is pinned to the chain that was baked. ``progress(done, total)`` is called
-    while sampling frame by frame."""
+
+def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None):
+    """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.
+
+    Validates every chain first and raises :class:`chain.ChainError` (naming the chain) with nothing
+    changed. Each chain's rotation keys in ``[frame_start, frame_end]`` are replaced; keys outside the
+    range, and other channels and bones, are kept. Chains below other chains' bones are baked after
+    them, on the pose their keys give. ``progress(done, total)`` is called while sampling frame by frame."""
     began = time.perf_counter()
     if step < 1:
-        raise rig.RigError(f"Step must be 1 or more (got {step})")
+        raise ChainError(f"Step must be 1 or more (got {step})")
     if frame_end < frame_start:
-        raise rig.RigError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
+        raise ChainError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
     if interpolation not in INTERPOLATIONS:
-        raise rig.RigError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
-    settings = armature.blender_ik
-    options = rig.Options.from_settings(settings)
-    rig.evaluate_now()
-    chain = rig.read_chain(armature, settings.tip_bone)
-    rig.check_target(chain, settings.target, options, settings.pole)
-    sampling.check_chain_not_animated(chain)
+        raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
+    if not specs:
+        raise ChainError(f"Armature '{armature.name}' has no chain to bake: add one (or enable one)")
+    evaluate_now()
+    levels = prepare(armature, specs)
+    for level in levels:
+        for spec, chain in level:
+            try:
+                sampling.check_chain_not_animated(chain)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
     frames = np.arange(frame_start, frame_end + 1, step)
-    pole = settings.pole if options.plane == "POLE" else None
 
-    with live.paused():
-        samples = sampling.sample(scene, chain, settings.target, pole, frames, progress)
-    bad = ~np.isfinite(samples.target).all(axis=(1, 2)) | ~np.isfinite(samples.base).all(axis=(1, 2))
-    if pole is not None:
-        bad |= ~np.isfinite(samples.pole).all(axis=1)
-    column, _ = rig.AXES[options.up_axis]
-    bad |= np.linalg.norm(samples.target[:, :3, column], axis=-1) < 1e-12
-    if bad.any():
-        raise rig.RigError(f"The target (or pole) has an invalid transform or a zero-scale up axis at frames "
-                           f"{compact_frames(frames[bad])}")
-    solve = rig.solve_chain(chain, samples.base, samples.target, options, samples.pole)
+    baked, direct, reasons = [], True, []
+    for depth, level in enumerate(levels):
+        moving = {index: "it hangs below a chain baked before it" for index in range(len(level))} if depth else None
+        with runtime.paused():
+            samples = sampling.sample(scene, armature, level, frames, progress, moving)
+        direct &= samples.direct
+        reasons += [reason for reason in samples.reasons if reason not in reasons]
+        solves = []
+        for (spec, chain), target, pole, base in zip(level, samples.targets, samples.poles, samples.bases):
+            _check_samples(spec, frames, target, pole)
+            try:
+                solves.append(solve_chain(chain, base, target, spec, pole))
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
 
-    channels, values = [], []
-    for pose_bone, local in zip(chain.pose_bones, np.moveaxis(solve.rotations, 1, 0)):
-        previous, path = _previous_values(armature, pose_bone, float(frames[0]))
-        channel_values = rotations.matrices_to_channels(local, pose_bone.rotation_mode, previous)
-        channels += [(path, index, pose_bone.name) for index in range(channel_values.shape[1])]
-        values.append(channel_values)
-    keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1), interpolation,
-                    replace=(frame_start, frame_end))
-    rig.pin_tip_bone(settings, chain.names)
-    live_was_on = settings.live
-    if live_was_on:  # the keys drive the chain now; live solving would hide them
-        settings.live = False
-    # Let the pose show the new keys at the current frame: re-evaluate the armature's animation only
-    # (a frame_set would re-evaluate the whole scene, which in a heavy scene costs more than the bake).
-    armature.update_tag(refresh={"TIME"})
-    with live.paused():
-        bpy.context.view_layer.update()
+        channels, values = [], []
+        for (spec, chain), solve in zip(level, solves):
+            for pose_bone, local in zip(chain.pose_bones, np.moveaxis(solve.rotations, 1, 0)):
+                previous, path = _previous_values(armature, pose_bone, float(frames[0]))
+                channel_values = rotations.matrices_to_channels(local, pose_bone.rotation_mode, previous)
+                channels += [(path, index, pose_bone.name) for index in range(channel_values.shape[1])]
+                values.append(channel_values)
+            solution = solve.solution
+            baked.append(ChainBake(spec, chain.names, frames[~solution.reachable].tolist(),
+                                   frames[solution.degenerate].tolist()))
+        keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1),
+                        interpolation, replace=(frame_start, frame_end))
+        # Let the pose show the new keys: re-evaluate the armature's animation only (a frame_set would
+        # re-evaluate the whole scene, which in a heavy scene costs more than the bake).
+        armature.update_tag(refresh={"TIME"})
+        with runtime.paused():
+            bpy.context.view_layer.update()
 
-    solution = solve.solution
-    return BakeResult(frames, frames[~solution.reachable].tolist(), int(solution.degenerate.sum()),
-                      samples.direct, samples.reasons, time.perf_counter() - began, live_was_on)
+    return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began)
 
 
 def scene_range(scene):

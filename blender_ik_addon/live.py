@@ -1,135 +1,146 @@
-"""Live mode: re-solve a chain whenever what it depends on changes.
+"""Live mode: re-solve each live chain whenever what it depends on changes.
 
 ``depsgraph_update_post`` and ``frame_change_post`` call :func:`follow`. A chain is re-solved only when
-its *inputs* changed: the target's, the pole's and the armature's world matrices, the pose of the
-chain's parent bone, the frame and the settings. Posing the chain changes none of those, so the update
-that posing triggers finds nothing to do: no feedback loop, and no cost when nothing relevant moved.
+its *inputs* changed: the target's, the pole's and the armature's world matrices (or the target and
+pole bones' poses), the pose of the chain's parent bone, the frame and the chain's settings. Posing the
+chain changes none of those, so the update that posing triggers finds nothing to do: no feedback loop,
+and no cost when nothing relevant moved. A chain below another live chain is solved after it; its
+parent bone's new pose is an input, so it follows in the update that posing the first one triggers.
 
-Which armatures are live is cached by name and rebuilt from ``bpy.data`` whenever it may be stale:
-after a file load, an undo or redo, a toggle of the setting, a rename (a name no longer found), or an
-update that shows a live armature not in the cache (a duplicate, an append). ``register()`` touches no
-``bpy.data`` (Blender restricts it while add-ons register); the first update builds the cache. The
-handlers are ``@persistent`` and ``unregister()`` removes every one of them.
+Each chain is solved on its own: an error on one (shown in its read-out) does not stop the others.
+
+Which armatures have live chains is cached by name and rebuilt from ``bpy.data`` whenever it may be
+stale: after a file load, an undo or redo, a toggle of the setting, a rename (a name no longer found),
+or an update that shows a live armature not in the cache (a duplicate, an append). ``register()``
+touches no ``bpy.data`` (Blender restricts it while add-ons register); the first update builds the cache
+(and moves a 0.1 file's settings into the chain list). The handlers are ``@persistent`` and
+``unregister()`` removes every one of them.
 """
-import contextlib
-
 import bpy
 from bpy.app.handlers import persistent
 
-from . import ops, rig
+from . import props, runtime
+from .chain import ChainError, chain_names, check_target, order, pose_chain, read_chain, solve_current
 
 # Runtime state only (nothing here is saved).
-_live = set()  # names of armature objects with live on
-_stale = True  # _live must be rebuilt before use
-_last_inputs = {}  # armature name -> the inputs of its last successful live solve
-_busy = False
+_live = set()  # names of armature objects with a live chain
+_stale = [True]  # _live must be rebuilt before use
+_last_inputs = {}  # (armature name, chain name) -> the inputs of its last successful live solve
 
 
-def _inputs(armature, settings, scene):
-    """Everything a live solve reads, as comparable plain values."""
-    def matrix(obj):
-        return None if obj is None else tuple(map(tuple, obj.matrix_world))
+def _matrix(obj, bone_name=""):
+    if obj is None:
+        return None
+    matrix = tuple(map(tuple, obj.matrix_world))
+    if bone_name and obj.type == "ARMATURE" and bone_name in obj.pose.bones:
+        return matrix, tuple(map(tuple, obj.pose.bones[bone_name].matrix))
+    return matrix
 
-    chain = None
+
+def _inputs(armature, spec, scene):
+    """Everything a live solve of one chain reads, as comparable plain values."""
     try:
-        names = rig.chain_names(armature, settings.tip_bone)
-    except rig.RigError:
+        names = chain_names(armature, spec.tip_bone)
+    except ChainError:
         names = None
+    chain = None
     if names is not None:
         first = armature.pose.bones[names[0]]
         # What validation reads too, so that breaking or fixing it alone (Alt+S, Inherit Rotation) counts.
         bones = tuple((tuple(armature.pose.bones[name].scale), tuple(armature.pose.bones[name].location),
-                       armature.data.bones[name].use_inherit_rotation, armature.data.bones[name].inherit_scale)
+                       armature.data.bones[name].use_inherit_rotation, armature.data.bones[name].inherit_scale,
+                       len(armature.pose.bones[name].constraints))
                       for name in names)
         chain = (names, tuple(map(tuple, first.parent.matrix)) if first.parent else None, bones)
-    return (matrix(armature), matrix(settings.target), matrix(settings.pole) if settings.plane == "POLE" else None,
-            chain, scene.frame_current, settings.up_axis, settings.plane, settings.bend, settings.roll_axis)
+    pole = _matrix(spec.pole, spec.pole_bone) if spec.plane == "POLE" else None
+    return (_matrix(armature), _matrix(spec.target, spec.target_bone), pole, chain, scene.frame_current, spec)
 
 
-def _show_error(settings, message):
-    """Show a live-mode error in the read-out, writing only what changes (a write triggers an update)."""
-    if settings.result_message != message:
-        settings.result_message = message
-    if settings.has_result:
-        settings.has_result = False
+def _live_chains(armature):
+    settings = getattr(armature, "blender_ik", None)
+    if settings is None:
+        return []
+    return [chain_settings for chain_settings in settings.chains if chain_settings.live and chain_settings.enabled]
 
 
 def solve_live(armature, scene, force=False):
-    """Re-solve one live armature if its inputs changed; errors go to the read-out, never raise."""
-    settings = armature.blender_ik
-    inputs = _inputs(armature, settings, scene)
-    if not force and _last_inputs.get(armature.name) == inputs:
-        return False
-    try:
-        chain, solve = rig.solve_current(armature, settings)
-    except rig.RigError as error:
-        _last_inputs.pop(armature.name, None)  # fixing the cause (Alt+S, a setting) retries at once
-        _show_error(settings, str(error))
-        return False
-    _last_inputs[armature.name] = inputs
-    rig.pose_chain(chain, solve.rotations[0])
-    ops.store_result(settings, solve.solution, 0)
-    return True
+    """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
+    never raise. Returns how many chains were posed."""
+    errors, read = {}, []
+    for chain_settings in _live_chains(armature):
+        spec = props.chain_spec(chain_settings)
+        inputs = _inputs(armature, spec, scene)
+        if not force and _last_inputs.get((armature.name, spec.label)) == inputs:
+            continue
+        try:
+            chain = read_chain(armature, spec.tip_bone)
+            check_target(chain, spec)
+        except ChainError as error:
+            errors[spec] = str(error)
+            continue
+        read.append((spec, chain, inputs))
+    inputs_of = {spec: inputs for spec, _, inputs in read}
+    posed = 0
+    levels = order(armature, [(spec, chain) for spec, chain, _ in read], errors)
+    for level in levels:
+        for spec, chain in level:
+            try:
+                solve = solve_current(chain, spec)
+            except ChainError as error:
+                errors[spec] = str(error)
+                continue
+            pose_chain(chain, solve.rotations[0])
+            runtime.store_solution(armature.name, spec.label, solve.solution)
+            _last_inputs[(armature.name, spec.label)] = inputs_of[spec]
+            posed += 1
+    for spec, message in errors.items():
+        _last_inputs.pop((armature.name, spec.label), None)  # fixing the cause (Alt+S, a setting) retries at once
+        runtime.store_error(armature.name, spec.label, message)
+    return posed
 
 
-def _is_live(obj):
-    settings = getattr(obj, "blender_ik", None)
-    return obj.type == "ARMATURE" and settings is not None and settings.live
+def _has_live(obj):
+    return obj.type == "ARMATURE" and bool(_live_chains(obj))
 
 
 def rescan():
-    """Rebuild the set of live armatures from ``bpy.data``."""
-    global _stale
+    """Rebuild the set of live armatures from ``bpy.data`` (moving 0.1 settings into chain lists first)."""
+    props.migrate_all()
     _live.clear()
-    _live.update(obj.name for obj in bpy.data.objects if _is_live(obj) and obj.library is None)
-    for name in list(_last_inputs):
-        if name not in _live:
-            del _last_inputs[name]
-    _stale = False
+    _live.update(obj.name for obj in bpy.data.objects if obj.library is None and _has_live(obj))
+    for key in list(_last_inputs):
+        if key[0] not in _live:
+            del _last_inputs[key]
+    _stale[0] = False
 
 
 def _notice_new(depsgraph):
     """An update that shows a live armature the cache does not know (duplicated, appended, renamed)."""
-    global _stale
     for update in depsgraph.updates:
         obj = getattr(update.id, "original", update.id)
-        if isinstance(obj, bpy.types.Object) and obj.name not in _live and _is_live(obj):
-            _stale = True
+        if isinstance(obj, bpy.types.Object) and obj.name not in _live and _has_live(obj):
+            _stale[0] = True
             return
 
 
 def follow(scene, depsgraph=None):
-    global _busy, _stale
-    if _busy:
+    if runtime.is_paused():
         return
-    if depsgraph is not None and not _stale:
+    if depsgraph is not None and not _stale[0]:
         _notice_new(depsgraph)
-    if _stale:
-        rescan()
+    if _stale[0]:
+        with runtime.paused():
+            rescan()
     if not _live:
         return
-    _busy = True
-    try:
+    with runtime.paused():
         for name in list(_live):
             armature = bpy.data.objects.get(name)
-            if armature is None or not _is_live(armature):
-                _stale = True  # renamed, deleted or switched off: rebuild on the next update
+            if armature is None or not _has_live(armature):
+                _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
                 continue
             if name in scene.objects:
                 solve_live(armature, scene)
-    finally:
-        _busy = False
-
-
-@contextlib.contextmanager
-def paused():
-    """No live solving inside (a bake steps through frames and writes its own keys)."""
-    global _busy
-    was_busy, _busy = _busy, True
-    try:
-        yield
-    finally:
-        _busy = was_busy
 
 
 @persistent
@@ -144,44 +155,55 @@ def on_frame_change(scene, depsgraph=None):
 
 @persistent
 def on_data_replaced(*_args):
-    """After a file load, an undo or a redo, every cached name and input may be wrong."""
-    global _stale
-    _stale = True
+    """After a file load, an undo or a redo, every cached name, input and read-out may be wrong."""
+    _stale[0] = True
     _last_inputs.clear()
 
 
+@persistent
+def on_load(*_args):
+    on_data_replaced()
+    runtime.forget()
+
+
 def live_changed(armature):
-    """The ``live`` setting's update callback: start following (solving at once) or stop."""
-    global _stale
-    _stale = True
-    _last_inputs.pop(armature.name, None)
-    settings = armature.blender_ik
-    if settings.live:
-        with contextlib.suppress(rig.RigError):
-            rig.pin_tip_bone(settings, rig.chain_names(armature, settings.tip_bone))
-        scene = bpy.context.scene
-        if scene is not None and armature.name in scene.objects:
+    """A chain's ``live`` setting changed: start following (solving at once) or stop."""
+    _stale[0] = True
+    for key in [key for key in _last_inputs if key[0] == armature.name]:
+        del _last_inputs[key]
+    for chain_settings in _live_chains(armature):
+        if not chain_settings.tip_bone:
+            try:
+                chain_settings.tip_bone = chain_names(armature, "")[2]
+            except ChainError:
+                pass
+    scene = bpy.context.scene
+    if scene is not None and armature.name in scene.objects and not runtime.is_paused():
+        with runtime.paused():
             solve_live(armature, scene, force=True)
 
 
 _HANDLERS = (
     (bpy.app.handlers.depsgraph_update_post, on_depsgraph_update),
     (bpy.app.handlers.frame_change_post, on_frame_change),
-    (bpy.app.handlers.load_post, on_data_replaced),
+    (bpy.app.handlers.load_post, on_load),
     (bpy.app.handlers.undo_post, on_data_replaced),
     (bpy.app.handlers.redo_post, on_data_replaced),
 )
 
 
 def register():
-    global _stale
     for handlers, handler in _HANDLERS:
         if handler not in handlers:
             handlers.append(handler)
-    _stale = True
+    if live_changed not in props.live_listeners:
+        props.live_listeners.append(live_changed)
+    _stale[0] = True
 
 
 def unregister():
+    while live_changed in props.live_listeners:
+        props.live_listeners.remove(live_changed)
     for handlers, handler in _HANDLERS:
         while handler in handlers:
             handlers.remove(handler)

@@ -1,132 +1,432 @@
-"""Operators: thin. Validate, call rig/bake, report."""
+"""Operators: read the settings into chain descriptions, call the logic, report. Settings side effects
+(pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
 import bpy
 import numpy as np
 from mathutils import Matrix
 
-from . import bake, rig
+from . import bake, props, runtime
+from .chain import (AXES, BONE_FRAME, ChainError, chain_names, evaluate_now, pose_chain, prepare, read_chain,
+                    rotation_values, set_rotation, solve_current, verify_pose)
+from .report import distance_text
+
+CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
+                ("ACTIVE", "Active", "The active chain of the list")]
 
 
-def _armature_poll(cls, context):
-    obj = context.active_object
-    if obj is None or obj.type != "ARMATURE":
-        cls.poll_message_set("The active object must be an armature")
-        return False
-    if obj.mode not in {"OBJECT", "POSE"}:
-        cls.poll_message_set("Switch to Object or Pose mode")
-        return False
-    return True
+class _ArmatureOperator:
+    """Shared by every operator here: poll for an armature in Object or Pose mode, move a 0.1 file's
+    settings into the chain list, turn ChainError into an error report with nothing changed."""
 
-
-def distance_text(context, armature, distance):
-    """An armature-space distance in the scene's units, as the user sees it in the world."""
-    return bpy.utils.units.to_string(context.scene.unit_settings.system, "LENGTH",
-                                     distance * armature.matrix_world.median_scale)
-
-
-def store_result(settings, solution, index):
-    """Keep the last solve for the panel's read-out."""
-    settings.has_result = True
-    settings.result_reachable = bool(solution.reachable[index])
-    settings.result_miss = float(solution.miss[index])
-    settings.result_angles = [float(getattr(solution, name)[index])
-                              for name in ("yaw", "theta0", "theta1", "theta2", "roll")]
-    settings.result_message = ""
-
-
-class BLENDER_IK_OT_solve(bpy.types.Operator):
-    """Pose the chain so its tip reaches the target and its last bone points along the target's up axis"""
-
-    bl_idname = "blender_ik.solve"
-    bl_label = "Solve"
     bl_options = {"REGISTER", "UNDO"}
 
-    poll = classmethod(_armature_poll)
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        if obj is None or obj.type != "ARMATURE":
+            cls.poll_message_set("The active object must be an armature")
+            return False
+        if obj.mode not in {"OBJECT", "POSE"}:
+            cls.poll_message_set("Switch to Object or Pose mode")
+            return False
+        return True
 
     def execute(self, context):
         armature = context.active_object
-        settings = armature.blender_ik
-        rig.evaluate_now()
+        props.migrate_legacy(armature)
         try:
-            chain, solve = rig.solve_current(armature, settings)
-        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
+            if armature.library is not None:
+                raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed, keyed or "
+                                 "set up here; make a library override of it first")
+            return self.run(context, armature)
+        except ChainError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
-        rig.pose_chain(chain, solve.rotations[0])
-        store_result(settings, solve.solution, 0)
-        rig.pin_tip_bone(settings, chain.names)
-        if solve.solution.reachable[0]:
-            self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
+
+
+def _chain_settings(armature, which):
+    chosen = props.selected_chains(armature, which)
+    if not chosen:
+        if which == "ACTIVE" or not len(armature.blender_ik.chains):
+            raise ChainError(f"Armature '{armature.name}' has no chains: add one (Add Chain, or Chains from "
+                             "Selected)")
+        raise ChainError(f"Armature '{armature.name}' has no enabled chain: enable one in the list")
+    return chosen
+
+
+def pin_tip_bones(chosen, tips):
+    """An empty Tip Bone means "the active bone", which changes with every click: once a chain has been
+    solved, baked or set live, name its tip bone so it stays that chain. ``tips``: {spec: tip bone}."""
+    for chain_settings in chosen:
+        if not chain_settings.tip_bone:
+            spec = props.chain_spec(chain_settings)
+            if spec in tips:
+                chain_settings.tip_bone = tips[spec]
+                if not chain_settings.name:
+                    chain_settings.name = tips[spec]
+
+
+def solve_chains(armature, specs):
+    """Pose ``specs`` for the current frame, each level on the pose of the levels before it, and check that
+    Blender shows the result. Returns ``(levels, [(spec, chain, solve)])``; on any error the pose is put
+    back as it was and ChainError raised."""
+    evaluate_now()
+    levels = prepare(armature, specs)
+    bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
+    before = [rotation_values(pose_bone) for pose_bone in bones]
+    solved = []
+    with runtime.paused():
+        try:
+            for depth, level in enumerate(levels):
+                if depth:
+                    evaluate_now()
+                for spec, chain in level:
+                    try:
+                        solve = solve_current(chain, spec)
+                    except ChainError as error:
+                        raise error.for_chain(spec.label) from None
+                    pose_chain(chain, solve.rotations[0])
+                    solved.append((spec, chain, solve))
+            evaluate_now()
+            for spec, chain, solve in solved:
+                try:
+                    verify_pose(chain, solve.solution)
+                except ChainError as error:
+                    raise error.for_chain(spec.label) from None
+        except ChainError:
+            for pose_bone, values in zip(bones, before):
+                set_rotation(pose_bone, values)
+            evaluate_now()
+            raise
+    return levels, solved
+
+
+class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
+    """Pose the chains so each tip reaches its target and each last bone points along the target's up axis"""
+
+    bl_idname = "blender_ik.solve"
+    bl_label = "Solve"
+
+    chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
+                                   description="Which chains to solve")
+
+    def run(self, context, armature):
+        chosen = _chain_settings(armature, self.chains)
+        _, solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
+        for spec, chain, solve in solved:
+            runtime.store_solution(armature.name, spec.label, solve.solution)
+        pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
+        missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
+                  if not solve.solution.reachable[0]]
+        if len(solved) == 1:
+            spec, chain, _ = solved[0]
+            if not missed:
+                self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
+            else:
+                miss = distance_text(context.scene, armature, missed[0][1])
+                self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
+        elif not missed:
+            self.report({"INFO"}, f"Solved {len(solved)} chains: every tip is on its target")
         else:
-            miss = distance_text(context, armature, float(solve.solution.miss[0]))
-            self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
+            out = ", ".join(f"{spec.label} by {distance_text(context.scene, armature, miss)}" for spec, miss in missed)
+            self.report({"WARNING"}, f"Solved {len(solved)} chains; out of reach (closest pose): {out}")
         return {"FINISHED"}
 
 
 def _up_to_bone_matrix(up_axis, roll_axis):
     """The rotation taking the Empty's up axis onto a bone's +Y and its roll axis (or another) onto +Z."""
-    column, sign = rig.AXES[up_axis]
+    column, sign = AXES[up_axis]
     up = np.zeros(3)
     up[column] = sign
-    if roll_axis != "NONE" and rig.AXES[roll_axis][0] != column:
-        roll_column, roll_sign = rig.AXES[roll_axis]
+    if roll_axis != "NONE" and AXES[roll_axis][0] != column:
+        roll_column, roll_sign = AXES[roll_axis]
     else:
         roll_column, roll_sign = (column + 1) % 3, 1.0
     second = np.zeros(3)
     second[roll_column] = roll_sign
     empty_frame = np.stack([up, second, np.cross(up, second)], -1)
-    return empty_frame @ rig.BONE_FRAME.T
+    return empty_frame @ BONE_FRAME.T
 
 
-class BLENDER_IK_OT_add_target(bpy.types.Operator):
-    """Create an Empty at the tip of the chain, its up axis along the last bone, and use it as the target"""
+def _target_collection(context):
+    """The collection the user is working in (the Outliner's active one), if it can take new objects."""
+    collection = context.collection
+    if collection is None or collection.library is not None or collection.override_library is not None:
+        collection = context.scene.collection
+    return collection
+
+
+def tip_target_matrix(armature, tip_name, up_axis, roll_axis):
+    """World matrix of a target at the tip of ``tip_name``, its up axis along the bone (solving right after
+    leaves a planar chain as it is)."""
+    tip = armature.pose.bones[tip_name]
+    rotation = np.array(armature.matrix_world.to_3x3().normalized() @ tip.matrix.to_3x3().normalized())
+    rotation = rotation @ _up_to_bone_matrix(up_axis, roll_axis).T
+    matrix = Matrix(rotation.tolist()).to_4x4()
+    matrix.translation = armature.matrix_world @ tip.tail
+    return matrix
+
+
+def new_empty(context, name, matrix, size, display="SINGLE_ARROW"):
+    empty = bpy.data.objects.new(name, None)
+    empty.empty_display_type = display
+    empty.empty_display_size = max(size, 1e-3)
+    _target_collection(context).objects.link(empty)
+    empty.matrix_world = matrix
+    try:
+        empty.select_set(True)
+    except RuntimeError:  # the collection is excluded from the view layer: nothing to select there
+        pass
+    return empty
+
+
+def _new_target(context, armature, tip_name, up_axis, roll_axis):
+    size = armature.pose.bones[tip_name].length * armature.matrix_world.median_scale * 0.5
+    return new_empty(context, f"{tip_name}_target", tip_target_matrix(armature, tip_name, up_axis, roll_axis), size)
+
+
+def _check_free(armature, names, label, ignore=None):
+    """Refuse a new chain on ``names`` when one of the armature's chains already has one of its bones."""
+    for chain_settings in armature.blender_ik.chains:
+        if chain_settings == ignore:
+            continue
+        try:
+            other = chain_names(armature, chain_settings.tip_bone) if chain_settings.tip_bone else ()
+        except ChainError:
+            continue
+        shared = next((name for name in names if name in other), None)
+        if shared is not None:
+            raise ChainError(f"Chain '{chain_settings.name}' already has bone '{shared}'; a bone can belong to "
+                             "one chain only", label)
+
+
+def _add_chain(armature, tip_name, **values):
+    settings = armature.blender_ik
+    chain_settings = settings.chains.add()
+    chain_settings.name = props.unique_chain_name(armature, tip_name)
+    chain_settings.tip_bone = tip_name
+    for key, value in values.items():
+        setattr(chain_settings, key, value)
+    settings.active_chain_index = len(settings.chains) - 1
+    return chain_settings
+
+
+class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
+    """Create an Empty at the tip of the active chain, its up axis along the last bone, and use it as the
+    chain's target (with no chains yet: a chain for the active bone)"""
 
     bl_idname = "blender_ik.add_target"
     bl_label = "Add Target"
-    bl_options = {"REGISTER", "UNDO"}
 
-    poll = classmethod(_armature_poll)
-
-    def execute(self, context):
-        armature = context.active_object
-        settings = armature.blender_ik
-        rig.evaluate_now()
-        try:
-            names = rig.read_chain(armature, settings.tip_bone).names
-        except rig.RigError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
-        tip = armature.pose.bones[names[2]]
-        rotation = np.array(armature.matrix_world.to_3x3().normalized() @ tip.matrix.to_3x3().normalized())
-        rotation = rotation @ _up_to_bone_matrix(settings.up_axis, settings.roll_axis).T
-        matrix = Matrix(rotation.tolist()).to_4x4()
-        matrix.translation = armature.matrix_world @ tip.tail
-
-        empty = bpy.data.objects.new(f"{names[2]}_target", None)
-        empty.empty_display_type = "SINGLE_ARROW"
-        empty.empty_display_size = max(tip.length * armature.matrix_world.median_scale * 0.5, 1e-3)
-        # The collection the user is working in (the Outliner's active one), if it can take new objects.
-        collection = context.collection
-        if collection is None or collection.library is not None or collection.override_library is not None:
-            collection = context.scene.collection
-        collection.objects.link(empty)
-        empty.matrix_world = matrix
-        try:
-            empty.select_set(True)
-        except RuntimeError:  # the collection is excluded from the view layer: nothing to select there
-            pass
-        settings.tip_bone = names[2]
-        settings.target = empty
+    def run(self, context, armature):
+        evaluate_now()
+        chain_settings = armature.blender_ik.active_chain
+        names = read_chain(armature, chain_settings.tip_bone if chain_settings else "").names
+        if chain_settings is None:
+            chain_settings = _add_chain(armature, names[2])
+        empty = _new_target(context, armature, names[2], chain_settings.up_axis, chain_settings.roll_axis)
+        if not chain_settings.tip_bone:
+            chain_settings.tip_bone = names[2]
+        chain_settings.target, chain_settings.target_bone = empty, ""
         self.report({"INFO"}, f"Added target '{empty.name}' at the tip of '{names[2]}'")
         return {"FINISHED"}
 
 
-class BLENDER_IK_OT_bake(bpy.types.Operator):
-    """Bake the chain's IK to rotation keyframes over a frame range (keys outside the range are kept)"""
+class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
+    """Add a chain whose tip is the active bone (the chain is it and its two ancestors)"""
+
+    bl_idname = "blender_ik.chain_add"
+    bl_label = "Add Chain"
+
+    def run(self, context, armature):
+        names = chain_names(armature, "")
+        _check_free(armature, names, names[2])
+        _add_chain(armature, names[2])
+        self.report({"INFO"}, f"Added chain '{armature.blender_ik.active_chain.name}' ({' > '.join(names)})")
+        return {"FINISHED"}
+
+
+class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
+    """Remove the active chain from the list (its bones keep their pose and keys; its target stays)"""
+
+    bl_idname = "blender_ik.chain_remove"
+    bl_label = "Remove Chain"
+
+    def run(self, context, armature):
+        settings = armature.blender_ik
+        chain_settings = settings.active_chain
+        if chain_settings is None:
+            raise ChainError("There is no chain to remove")
+        name = chain_settings.name
+        chain_settings.live = False  # stop following before the settings go
+        settings.chains.remove(settings.chains.values().index(chain_settings))
+        settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
+        self.report({"INFO"}, f"Removed chain '{name}'")
+        return {"FINISHED"}
+
+
+class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
+    """Move the active chain up or down the list"""
+
+    bl_idname = "blender_ik.chain_move"
+    bl_label = "Move Chain"
+
+    direction: bpy.props.EnumProperty(name="Direction", items=[("UP", "Up", ""), ("DOWN", "Down", "")])
+
+    def run(self, context, armature):
+        settings = armature.blender_ik
+        index = settings.active_chain_index
+        other = index - 1 if self.direction == "UP" else index + 1
+        if settings.active_chain is None or not 0 <= other < len(settings.chains):
+            return {"CANCELLED"}
+        settings.chains.move(index, other)
+        settings.active_chain_index = other
+        return {"FINISHED"}
+
+
+def _selected_pose_bones(armature):
+    from .keys import is_pose_bone_selected
+    return [pose_bone for pose_bone in armature.pose.bones
+            if is_pose_bone_selected(pose_bone) and not pose_bone.bone.hide]
+
+
+class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
+    """One chain per selected bone (the bone is the chain's tip), each with a new target Empty at its tip:
+    the one-click set-up for a character"""
+
+    bl_idname = "blender_ik.chains_from_selected"
+    bl_label = "Chains from Selected"
+
+    def run(self, context, armature):
+        evaluate_now()
+        tips = [pose_bone.name for pose_bone in _selected_pose_bones(armature)]
+        if not tips:
+            raise ChainError("Select the tip bones of the chains to add (in Pose Mode)")
+        planned = []
+        for tip in tips:  # everything is checked before anything is added
+            names = read_chain(armature, tip).names
+            _check_free(armature, names, tip)
+            for other_tip, other_names in planned:
+                shared = next((name for name in names if name in other_names), None)
+                if shared is not None:
+                    raise ChainError(f"Selected bones '{other_tip}' and '{tip}' would both have bone '{shared}' in "
+                                     "their chains; select only the last bone of each limb")
+            planned.append((tip, names))
+        for tip, _ in planned:
+            chain_settings = _add_chain(armature, tip)
+            chain_settings.target = _new_target(context, armature, tip, chain_settings.up_axis,
+                                                chain_settings.roll_axis)
+        self.report({"INFO"}, f"Added {len(planned)} chain{'s' if len(planned) > 1 else ''} with targets: "
+                              f"{', '.join(tip for tip, _ in planned)}")
+        return {"FINISHED"}
+
+
+def _mirror_matrix(armature, matrix, up_axis, roll_axis):
+    """``matrix`` (world) mirrored across the armature's local YZ plane, keeping a proper rotation whose
+    up axis (and roll axis) are the mirror images of the original's."""
+    to_local = np.array(armature.matrix_world.inverted())
+    flip = np.diag([-1.0, 1.0, 1.0, 1.0])
+    mirrored = np.array(armature.matrix_world) @ flip @ to_local @ np.array(matrix)
+    up_column = AXES[up_axis][0]
+    keep = AXES[roll_axis][0] if roll_axis != "NONE" and AXES[roll_axis][0] != up_column else (up_column + 1) % 3
+    third = 3 - up_column - keep
+    # Reflecting makes a left-handed frame; turn the third axis around to make it a rotation again.
+    mirrored[:3, third] *= -1.0
+    return Matrix(mirrored.tolist())
+
+
+class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
+    """Add the mirror image of the active chain on the other side (.L/.R, _L/_R, Left/Right), with mirrored
+    target and pole Empties and the same settings"""
+
+    bl_idname = "blender_ik.chain_mirror"
+    bl_label = "Mirror Chain"
+
+    def run(self, context, armature):
+        evaluate_now()
+        source = armature.blender_ik.active_chain
+        if source is None:
+            raise ChainError("There is no chain to mirror")
+        names = read_chain(armature, source.tip_bone).names
+        tip = bpy.utils.flip_name(names[2])
+        if tip == names[2]:
+            raise ChainError(f"Bone '{names[2]}' has no side in its name (.L/.R, _L/_R, Left/Right...), so it has "
+                             "no mirror", source.name)
+        if tip not in armature.data.bones:
+            raise ChainError(f"Armature '{armature.name}' has no bone '{tip}' to mirror '{names[2]}' onto",
+                             source.name)
+        mirrored_names = read_chain(armature, tip).names
+        _check_free(armature, mirrored_names, tip)
+        goals = {}
+        for role, obj, bone_name in (("target", source.target, source.target_bone),
+                                     ("pole", source.pole, source.pole_bone)):
+            if obj is None:
+                continue
+            if bone_name:  # a control bone: its mirror bone, if the armature has one
+                flipped = bpy.utils.flip_name(bone_name)
+                if obj.type != "ARMATURE" or flipped not in obj.data.bones:
+                    raise ChainError(f"The {role} bone '{bone_name}' has no mirror bone '{flipped}'", source.name)
+                goals[role] = (obj, flipped)
+            else:
+                goals[role] = obj
+        values = {key: getattr(source, key) for key in ("enabled", "up_axis", "plane", "bend", "roll_axis")}
+        for role, goal in list(goals.items()):
+            if isinstance(goal, tuple):
+                continue
+            name = bpy.utils.flip_name(goal.name)
+            if name == goal.name:
+                name = f"{tip}_{role}"
+            matrix = _mirror_matrix(armature, goal.matrix_world, source.up_axis,
+                                    source.roll_axis if role == "target" else "NONE")
+            mirrored = new_empty(context, name, matrix, goal.empty_display_size if goal.type == "EMPTY" else 0.1,
+                                 goal.empty_display_type if goal.type == "EMPTY" else "PLAIN_AXES")
+            goals[role] = mirrored
+        chain_settings = _add_chain(armature, tip, **values)
+        for role, goal in goals.items():
+            obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
+            setattr(chain_settings, role, obj)
+            setattr(chain_settings, f"{role}_bone", bone_name)
+        self.report({"INFO"}, f"Mirrored chain '{source.name}' to '{chain_settings.name}'")
+        return {"FINISHED"}
+
+
+def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
+             progress=None, names=None, specs=None):
+    """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
+    ``specs``: chains described directly instead of the settings), then update the settings: pin empty tip
+    bones and turn Live off on the baked chains (the keys drive them now). Returns ``(result, live_off)``.
+    The range defaults to the scene's (or preview) range."""
+    props.migrate_legacy(armature)
+    start, end = bake.scene_range(scene)
+    start = start if frame_start is None else frame_start
+    end = end if frame_end is None else frame_end
+    chosen = []
+    if specs is None:
+        chosen = _chain_settings(armature, which)
+        if names:
+            by_name = {chain_settings.name: chain_settings for chain_settings in armature.blender_ik.chains}
+            missing = [name for name in names if name not in by_name]
+            if missing:
+                known = ", ".join(sorted(by_name)) or "none"
+                raise ChainError(f"Armature '{armature.name}' has no chain named {', '.join(map(repr, missing))} "
+                                 f"(its chains: {known})")
+            chosen = [by_name[name] for name in names]
+        specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
+    result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress)
+    pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
+    bones = {name for chain in result.chains for name in chain.bones}
+    for chain_settings in armature.blender_ik.chains:
+        if chain_settings.live and chain_settings.tip_bone in bones:
+            chain_settings.live = False
+            result.live_turned_off.append(chain_settings.name)
+    return result
+
+
+class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
+    """Bake the chains' IK to rotation keyframes over a frame range (keys outside the range are kept)"""
 
     bl_idname = "blender_ik.bake"
     bl_label = "Bake IK"
-    bl_options = {"REGISTER", "UNDO"}
 
     # SKIP_SAVE: a new bake offers the scene's range, not the last bake's.
     frame_start: bpy.props.IntProperty(name="Start Frame", min=-1048574, max=1048574, options={"SKIP_SAVE"},
@@ -140,8 +440,8 @@ class BLENDER_IK_OT_bake(bpy.types.Operator):
                ("BEZIER", "Bezier", "Smooth curves through the baked keys"),
                ("CONSTANT", "Constant", "Hold each key until the next")],
         description="Interpolation of the new keys")
-
-    poll = classmethod(_armature_poll)
+    chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
+                                   description="Which chains to bake")
 
     def _fill_range(self, context):
         start, end = bake.scene_range(context.scene)
@@ -154,25 +454,23 @@ class BLENDER_IK_OT_bake(bpy.types.Operator):
         self._fill_range(context)
         return context.window_manager.invoke_props_dialog(self)
 
-    def execute(self, context):
+    def run(self, context, armature):
         self._fill_range(context)
-        armature = context.active_object
         window_manager = context.window_manager
         window_manager.progress_begin(0, 100)
         try:
-            result = bake.bake_chain(context.scene, armature, self.frame_start, self.frame_end, self.step,
-                                     self.interpolation,
-                                     progress=lambda done, total: window_manager.progress_update(100 * done / total))
-        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+            result = bake_armature(
+                context.scene, armature, self.chains, self.frame_start, self.frame_end, self.step, self.interpolation,
+                progress=lambda done, total: window_manager.progress_update(100 * done / total))
         finally:
             window_manager.progress_end()
         self.report({"INFO"}, result.summary())
         return {"FINISHED"}
 
 
-classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake)
+classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake, BLENDER_IK_OT_chain_add,
+           BLENDER_IK_OT_chain_remove, BLENDER_IK_OT_chain_move, BLENDER_IK_OT_chains_from_selected,
+           BLENDER_IK_OT_chain_mirror)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -1,7 +1,13 @@
-"""The settings PropertyGroup at ``Object.blender_ik`` (on the armature object)."""
+"""The settings at ``Object.blender_ik`` (on the armature object): a list of chains and the bake range.
+
+Settings are read in one place, :func:`chain_spec`, into a plain :class:`chain.ChainSpec`; everything
+below the operators takes that. The 0.1 single-chain API (``Object.blender_ik.tip_bone`` and friends)
+is kept as a shorthand for the active chain, and files saved by 0.1 are moved into ``chains[0]``.
+"""
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, \
-    StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, PointerProperty, StringProperty
+
+from .chain import ChainSpec
 
 AXIS_ITEMS = [
     ("X", "X", "The target's local +X axis"),
@@ -11,75 +17,206 @@ AXIS_ITEMS = [
     ("-Y", "-Y", "The target's local -Y axis"),
     ("-Z", "-Z", "The target's local -Z axis"),
 ]
-
+PLANE_ITEMS = [
+    ("TARGET", "Target Axis", "The bend plane contains the target's up axis: all three bones in one plane "
+                              "(seed 000's roll)"),
+    ("POLE", "Pole", "The bend plane goes through a pole object or bone; the last bone still follows the up axis"),
+]
+BEND_ITEMS = [
+    ("REST", "As Rest Pose", "Bend to the side the chain bends to in its rest pose (toward the pole in Pole mode)"),
+    ("TOWARD", "Toward", "The middle joint goes to the side the up axis (or the pole) is on"),
+    ("AWAY", "Away", "The middle joint goes to the other side"),
+]
+ROLL_ITEMS = [("NONE", "Keep Rest Roll", "Each bone keeps its rest roll relative to the bend plane")] + [
+    (identifier, f"Target {name}", f"The last bone's local Z turns toward the target's {name} axis, so it "
+                                   "follows the target's full rotation")
+    for identifier, name, _ in AXIS_ITEMS]
 
 # A library override of the armature keeps its own IK settings.
 _OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
+# The chain settings a ChainSpec carries, in the order of its fields.
+SPEC_FIELDS = ("tip_bone", "target", "target_bone", "up_axis", "plane", "pole", "pole_bone", "bend", "roll_axis")
 
 
-def _not_self(settings, obj):
-    return obj != settings.id_data
+# Called with the armature when a chain's Live setting changes. live.py, above this module, adds its
+# handler on register(), so this module imports nothing above it.
+live_listeners = []
 
 
-def _live_changed(settings, context):
-    from . import live
-    live.live_changed(settings.id_data)
+def _live_changed(chain_settings, context):
+    for listener in live_listeners:
+        listener(chain_settings.id_data)
 
 
-class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
+def _goal_is_armature(obj):
+    return obj is not None and obj.type == "ARMATURE"
+
+
+class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
+    """One chain: a tip bone and its two ancestors, reaching for a target. ``name`` (the list's label)
+    defaults to the tip bone's name."""
+
+    enabled: BoolProperty(override=_OVERRIDABLE, name="Enabled", default=True,
+                          description="Solve and bake this chain with the others ('All' chains)")
     tip_bone: StringProperty(
         override=_OVERRIDABLE, name="Tip Bone",
         description="The last bone of the chain; the chain is this bone, its parent and its grandparent. "
                     "Empty: the active bone")
     target: PointerProperty(
-        override=_OVERRIDABLE, name="Target", type=bpy.types.Object, poll=_not_self,
-        description="The object (normally an Empty) the tip of the chain reaches for")
-    up_axis: EnumProperty(
-        override=_OVERRIDABLE, name="Up Axis", items=AXIS_ITEMS, default="Z",
-        description="The target's axis that the last bone points along")
-    plane: EnumProperty(
-        override=_OVERRIDABLE, name="Bend Plane", default="TARGET",
-        items=[("TARGET", "Target Axis", "The bend plane contains the target's up axis: all three bones in one plane"),
-               ("POLE", "Pole", "The bend plane goes through a pole object; the last bone still follows the up axis")],
-        description="How the plane the chain bends in is chosen")
-    pole: PointerProperty(
-        override=_OVERRIDABLE, name="Pole", type=bpy.types.Object, poll=_not_self,
-        description="The object the middle joint points toward (Pole bend plane)")
-    bend: EnumProperty(
-        override=_OVERRIDABLE, name="Bend", default="REST",
-        items=[("REST", "As Rest Pose", "Bend to the side the chain bends to in its rest pose (toward the pole "
-                                        "in Pole mode)"),
-               ("TOWARD", "Toward", "The middle joint goes to the side the up axis (or the pole) is on"),
-               ("AWAY", "Away", "The middle joint goes to the other side")],
-        description="Which side the middle joint bends to")
-    roll_axis: EnumProperty(
-        override=_OVERRIDABLE, name="Roll", default="NONE",
-        items=[("NONE", "Keep Rest Roll", "Each bone keeps its rest roll relative to the bend plane")] + [
-            (identifier, f"Target {name}", f"The last bone's local Z turns toward the target's {name} axis, so it "
-                                           "follows the target's full rotation")
-            for identifier, name, _ in AXIS_ITEMS],
-        description="How the last bone rolls about its own length")
-    live: BoolProperty(
-        override=_OVERRIDABLE, name="Live", default=False, update=_live_changed,
-        description="Re-solve whenever the target, the pole, the armature or the frame changes")
+        override=_OVERRIDABLE, name="Target", type=bpy.types.Object,
+        description="The object (normally an Empty, or an armature with a Target Bone) the tip reaches for")
+    target_bone: StringProperty(
+        override=_OVERRIDABLE, name="Target Bone",
+        description="When the target is an armature: the bone whose head the tip reaches for and whose axes "
+                    "give the up axis (a control bone of this armature, or of another)")
+    up_axis: EnumProperty(override=_OVERRIDABLE, name="Up Axis", items=AXIS_ITEMS, default="Z",
+                          description="The target's axis that the last bone points along")
+    plane: EnumProperty(override=_OVERRIDABLE, name="Bend Plane", default="TARGET", items=PLANE_ITEMS,
+                        description="How the plane the chain bends in is chosen")
+    pole: PointerProperty(override=_OVERRIDABLE, name="Pole", type=bpy.types.Object,
+                          description="The object the middle joint points toward (Pole bend plane)")
+    pole_bone: StringProperty(override=_OVERRIDABLE, name="Pole Bone",
+                              description="When the pole is an armature: the bone whose head is the pole")
+    bend: EnumProperty(override=_OVERRIDABLE, name="Bend", default="REST", items=BEND_ITEMS,
+                       description="Which side the middle joint bends to")
+    roll_axis: EnumProperty(override=_OVERRIDABLE, name="Roll", default="NONE", items=ROLL_ITEMS,
+                            description="How the last bone rolls about its own length")
+    live: BoolProperty(override=_OVERRIDABLE, name="Live", default=False, update=_live_changed,
+                       description="Re-solve this chain whenever its target, pole, armature or the frame changes")
 
-    # The Bake sub-panel's range.
+
+def _active(settings):
+    """The active chain's settings, or None when there are no chains."""
+    chains = settings.chains
+    if not len(chains):
+        return None
+    return chains[min(max(settings.active_chain_index, 0), len(chains) - 1)]
+
+
+def _shorthand(attribute, empty):
+    """A 0.1 setting as a Python property that reads and writes the active chain (creating the first)."""
+    def get(settings):
+        chain_settings = _active(settings)
+        return empty if chain_settings is None else getattr(chain_settings, attribute)
+
+    def set(settings, value):
+        chain_settings = _active(settings)
+        if chain_settings is None:
+            chain_settings = settings.chains.add()
+            settings.active_chain_index = 0
+        setattr(chain_settings, attribute, value)
+        if attribute == "tip_bone" and not chain_settings.name:
+            chain_settings.name = value
+
+    return property(get, set, doc=f"The active chain's {attribute} (the 0.1 single-chain shorthand)")
+
+
+class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
+    chains: CollectionProperty(type=BLENDER_IK_PG_chain, override={"LIBRARY_OVERRIDABLE", "USE_INSERTION"},
+                               name="Chains", description="The IK chains of this armature")
+    active_chain_index: IntProperty(override=_OVERRIDABLE, name="Active Chain", default=0, min=0)
+
+    # The Bake sub-panel's range (the names and meanings of 0.1, so 0.1 files keep theirs).
     bake_use_scene_range: BoolProperty(override=_OVERRIDABLE, name="Scene Range", default=True,
                                        description="Bake the scene's frame range (or its preview range when on)")
     bake_frame_start: IntProperty(override=_OVERRIDABLE, name="Start", default=1, min=-1048574, max=1048574,
                                   description="First frame to bake")
-    bake_frame_end: IntProperty(override=_OVERRIDABLE, name="End", default=250, min=-1048574, max=1048574, description="Last frame to bake")
-    bake_step: IntProperty(override=_OVERRIDABLE, name="Step", default=1, min=1, max=1000, description="Key every n-th frame")
+    bake_frame_end: IntProperty(override=_OVERRIDABLE, name="End", default=250, min=-1048574, max=1048574,
+                                description="Last frame to bake")
+    bake_step: IntProperty(override=_OVERRIDABLE, name="Step", default=1, min=1, max=1000,
+                           description="Key every n-th frame")
 
-    # The last solve, for the read-out.
-    has_result: BoolProperty(options={"HIDDEN"})
-    result_reachable: BoolProperty(options={"HIDDEN"})
-    result_miss: FloatProperty(options={"HIDDEN"}, subtype="DISTANCE")
-    result_angles: FloatVectorProperty(options={"HIDDEN"}, size=5, subtype="NONE")  # yaw, θ0, θ1, θ2, β (radians)
-    result_message: StringProperty(options={"HIDDEN"})
+    # The 0.1 single-chain API: the active chain's settings.
+    tip_bone = _shorthand("tip_bone", "")
+    target = _shorthand("target", None)
+    target_bone = _shorthand("target_bone", "")
+    up_axis = _shorthand("up_axis", "Z")
+    plane = _shorthand("plane", "TARGET")
+    pole = _shorthand("pole", None)
+    pole_bone = _shorthand("pole_bone", "")
+    bend = _shorthand("bend", "REST")
+    roll_axis = _shorthand("roll_axis", "NONE")
+    live = _shorthand("live", False)
+
+    @property
+    def active_chain(self):
+        return _active(self)
 
 
-classes = (BLENDER_IK_PG_settings,)
+def chain_spec(chain_settings):
+    """The plain description of one chain's settings (the one place settings are read)."""
+    values = {field: getattr(chain_settings, field) for field in SPEC_FIELDS}
+    return ChainSpec(name=chain_settings.name or chain_settings.tip_bone, **values)
+
+
+def selected_chains(armature, which="ALL"):
+    """The chain settings an operator acts on: every enabled chain (``'ALL'``) or the active one."""
+    settings = armature.blender_ik
+    if which == "ACTIVE":
+        active = _active(settings)
+        return [] if active is None else [active]
+    return [chain_settings for chain_settings in settings.chains if chain_settings.enabled]
+
+
+def unique_chain_name(armature, name):
+    names = {chain_settings.name for chain_settings in armature.blender_ik.chains}
+    if name not in names:
+        return name
+    number = 1
+    while f"{name}.{number:03d}" in names:
+        number += 1
+    return f"{name}.{number:03d}"
+
+
+# -- Files saved by 0.1 ---------------------------------------------------------------------------------
+# 0.1 kept one chain's settings directly in Object.blender_ik. Blender keeps such values as raw ID
+# properties under the same keys when the properties are no longer declared; enums as item indices.
+_LEGACY_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
+_LEGACY_ENUMS = {"up_axis": _LEGACY_AXES, "plane": ("TARGET", "POLE"), "bend": ("REST", "TOWARD", "AWAY"),
+                 "roll_axis": ("NONE",) + _LEGACY_AXES}
+_LEGACY_CHAIN_KEYS = ("tip_bone", "target", "up_axis", "plane", "pole", "bend", "roll_axis", "live")
+_LEGACY_READOUT_KEYS = ("has_result", "result_reachable", "result_miss", "result_angles", "result_message")
+
+
+def _legacy_value(key, raw):
+    if key in _LEGACY_ENUMS:
+        items = _LEGACY_ENUMS[key]
+        return items[raw] if isinstance(raw, int) and 0 <= raw < len(items) else None
+    if key == "live":
+        return bool(raw)
+    return raw
+
+
+def migrate_legacy(obj):
+    """Move a 0.1 chain stored on ``obj`` into ``chains[0]``; returns whether there was one."""
+    settings = getattr(obj, "blender_ik", None)
+    if settings is None or obj.library is not None:
+        return False
+    present = [key for key in _LEGACY_CHAIN_KEYS + _LEGACY_READOUT_KEYS if key in settings.keys()]
+    if not present:
+        return False
+    values = {key: _legacy_value(key, settings[key]) for key in _LEGACY_CHAIN_KEYS if key in settings.keys()}
+    for key in present:
+        del settings[key]
+    if any(value not in (None, "", False) for value in values.values()) and not len(settings.chains):
+        chain_settings = settings.chains.add()
+        settings.active_chain_index = 0
+        chain_settings.plane = "TARGET"  # 0.1's default, whatever the default of new chains is
+        live = values.pop("live", False)
+        for key, value in values.items():
+            if value is not None:
+                setattr(chain_settings, key, value)
+        chain_settings.name = chain_settings.tip_bone
+        chain_settings.live = live
+    return True
+
+
+def migrate_all():
+    """Move the 0.1 settings of every local object (after loading a file)."""
+    return sum(migrate_legacy(obj) for obj in bpy.data.objects if obj.type == "ARMATURE")
+
+
+classes = (BLENDER_IK_PG_chain, BLENDER_IK_PG_settings)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from . import keys, rig, rotations
-
-
+from . import keys, rotations
+from .chain import ChainError, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
 
 def _is_muted(fcurve):
     return fcurve.mute or (fcurve.group is not None and fcurve.group.mute)
@@ -70,7 +69,7 @@ def _basis_matrices(obj, frames):
     location = _channel(obj, curves, "location", frames) + _channel(obj, curves, "delta_location", frames)
     scale = _channel(obj, curves, "scale", frames) * _channel(obj, curves, "delta_scale", frames)
     rotation = rotations.channels_to_matrix(
-        _channel(obj, curves, rig.rotation_path(mode), frames), mode)
+        _channel(obj, curves, rotation_path(mode), frames), mode)
     if mode == "QUATERNION":
         rotation = rotations.channels_to_matrix(_channel(obj, curves, "delta_rotation_quaternion", frames),
                                                 mode) @ rotation
@@ -89,7 +88,7 @@ def direct_world_matrices(obj, frames):
     frames = np.asarray(frames, dtype=np.float64)
     matrices = _basis_matrices(obj, frames)
     if obj.parent is not None:
-        parent_inverse = rig.matrix_array(obj.matrix_parent_inverse)
+        parent_inverse = matrix_array(obj.matrix_parent_inverse)
         matrices = direct_world_matrices(obj.parent, frames) @ parent_inverse @ matrices
     return matrices
 
@@ -110,7 +109,7 @@ def base_reason(chain):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
-    above = tuple(rig.bone_path(bone.name, "") for bone in ancestors)
+    above = tuple(bone_path(bone.name, "") for bone in ancestors)
     for fcurve in keys.object_fcurves(armature):
         if not _is_muted(fcurve) and above and fcurve.data_path.startswith(above):
             return "a bone above the chain is animated"
@@ -126,67 +125,88 @@ def check_chain_not_animated(chain):
         for name in chain.names:
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
-                if fcurve.data_path == rig.bone_path(name, attribute):
-                    raise rig.RigError(f"Bone '{name}' has an animated {attribute}; the bake keys rotations only "
+                if fcurve.data_path == bone_path(name, attribute):
+                    raise ChainError(f"Bone '{name}' has an animated {attribute}; the bake keys rotations only "
                                        f"and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
 @dataclass
 class Samples:
-    target: np.ndarray  # (F, 4, 4) in the armature's space
-    pole: np.ndarray  # (F, 3) in the armature's space, or None
-    base: np.ndarray  # (F, 4, 4) A₁
+    """What the solve of several chains reads, per chain (in the order given), over F frames."""
+
+    targets: list  # per chain: (F, 4, 4) the target's matrix in the armature's space
+    poles: list  # per chain: (F, 3) the pole point in the armature's space, or None
+    bases: list  # per chain: (F, 4, 4) A₁
     direct: bool  # nothing needed the scene's frame to change
     reasons: list  # why some part was sampled per frame
 
 
-def sample(scene, chain, target, pole, frames, progress=None):
-    """Sample everything the solve reads over ``frames``. ``progress(done, total)`` is called per frame
-    on the per-frame path. Restores the scene's frame (and subframe) afterwards."""
-    armature = chain.armature
+def _goal_world(obj, bone_name):
+    if bone_name:
+        return matrix_array(obj.matrix_world) @ matrix_array(obj.pose.bones[bone_name].matrix)
+    return matrix_array(obj.matrix_world)
+
+
+def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
+    """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
+    ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
+    anything needs the scene evaluated, one sweep through the frames reads it all. ``moving_bases``:
+    {chain index: reason} for bases that must be read per frame although nothing animates them directly
+    (a chain below another chain that was just keyed). ``progress(done, total)`` is called per frame on
+    the per-frame path. Restores the scene's frame (and subframe) afterwards."""
     frames = np.asarray(frames)
     count = len(frames)
-    objects = {"armature": armature, "target": target}
-    if pole is not None:
-        objects["pole"] = pole
+    goals = {("armature", ""): (armature, "")}  # (object name, bone name) -> (object, bone name)
+    for spec, _ in chains:
+        goals[(spec.target.name_full, spec.target_bone)] = (spec.target, spec.target_bone)
+        if spec.plane == "POLE":
+            goals[(spec.pole.name_full, spec.pole_bone)] = (spec.pole, spec.pole_bone)
     reasons = {}
     world = {}
-    for role, obj in objects.items():
-        reason = direct_reason(obj, scene)
+    for key, (obj, bone_name) in goals.items():
+        reason = (f"the target or pole is bone '{bone_name}' of '{obj.name}'" if bone_name
+                  else direct_reason(obj, scene))
         if reason is None:
-            world[role] = direct_world_matrices(obj, frames)
+            world[key] = direct_world_matrices(obj, frames)
         else:
-            reasons[role] = reason
-    base_changes = base_reason(chain)
-    base = None
-    if base_changes is None:
-        base = np.broadcast_to(rig.base_matrix(chain), (count, 4, 4))
-    else:
-        reasons["base"] = base_changes
+            reasons[key] = reason
+    bases = [None] * len(chains)
+    moving_bases = moving_bases or {}
+    for index, (_, chain) in enumerate(chains):
+        reason = moving_bases.get(index) or base_reason(chain)
+        if reason is None:
+            bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
+        else:
+            reasons[("base", index)] = reason
 
     if reasons:
-        per_frame = {role: np.empty((count, 4, 4)) for role in reasons}
+        per_frame = {key: np.empty((count, 4, 4)) for key in reasons}
         frame, subframe = scene.frame_current, scene.frame_subframe
         try:
             for index, value in enumerate(frames.tolist()):
                 scene.frame_set(int(value))
-                for role in per_frame:
-                    if role == "base":
-                        per_frame[role][index] = rig.base_matrix(chain)
+                for key, matrices in per_frame.items():
+                    if key[0] == "base":
+                        matrices[index] = base_matrix(chains[key[1]][1])
                     else:
-                        per_frame[role][index] = rig.matrix_array(objects[role].matrix_world)
+                        matrices[index] = _goal_world(*goals[key])
                 if progress is not None:
                     progress(index + 1, count)
         finally:
             scene.frame_set(frame, subframe=subframe)
-        base = per_frame.pop("base", base)
-        world.update(per_frame)
+        for key, matrices in per_frame.items():
+            if key[0] == "base":
+                bases[key[1]] = matrices
+            else:
+                world[key] = matrices
 
-    rig.uniform_scale(world["armature"][:, :3, :3], f"Armature '{armature.name}'",
-                      "give it a uniform, non-zero scale on every frame", frames)
-    to_armature = np.linalg.inv(world["armature"])
-    target_matrices = to_armature @ world["target"]
-    pole_points = None
-    if pole is not None:
-        pole_points = (to_armature @ world["pole"])[:, :3, 3]
-    return Samples(target_matrices, pole_points, np.asarray(base), not reasons, list(reasons.values()))
+    uniform_scale(world[("armature", "")][:, :3, :3], f"Armature '{armature.name}'",
+                  "give it a uniform, non-zero scale on every frame", frames)
+    to_armature = np.linalg.inv(world[("armature", "")])
+    targets, poles = [], []
+    for spec, _ in chains:
+        targets.append(to_armature @ world[(spec.target.name_full, spec.target_bone)])
+        poles.append((to_armature @ world[(spec.pole.name_full, spec.pole_bone)])[:, :3, 3]
+                     if spec.plane == "POLE" else None)
+    return Samples(targets, poles, [np.asarray(base) for base in bases], not reasons,
+                   list(dict.fromkeys(reasons.values())))

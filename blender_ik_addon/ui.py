@@ -1,10 +1,36 @@
-"""The sidebar panel: View3D > Sidebar > IK."""
+"""The sidebar panel: View3D > Sidebar > IK. A list of the armature's chains, the active chain's settings
+and read-out below it, and the Bake sub-panel."""
 import math
 
 import bpy
 
-from . import rig
-from .ops import distance_text
+from . import runtime
+from .bake import scene_range
+from .chain import ChainError, chain_names
+from .report import distance_text
+
+STATUS_ICONS = {runtime.REACHED: "CHECKMARK", runtime.OUT_OF_REACH: "ORIENTATION_GLOBAL", runtime.ERROR: "ERROR"}
+ANGLE_LABELS = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
+
+
+class BLENDER_IK_UL_chains(bpy.types.UIList):
+    """The armature's chains: enable checkbox, name, status of the last solve, Live toggle."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
+        armature = data.id_data
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        row.prop(item, "name", text="", emboss=False, icon="BONE_DATA")
+        result = runtime.readout(armature.name, item.name or item.tip_bone)
+        row.label(text="", icon=STATUS_ICONS.get(result.status, "BLANK1") if result else "BLANK1")
+        row.prop(item, "live", text="", emboss=False, icon="PAUSE" if item.live else "PLAY")
+
+
+def _goal(layout, chain_settings, role):
+    layout.prop(chain_settings, role)
+    obj = getattr(chain_settings, role)
+    if obj is not None and obj.type == "ARMATURE":
+        layout.prop_search(chain_settings, f"{role}_bone", obj.data, "bones", text="Bone")
 
 
 class VIEW3D_PT_blender_ik(bpy.types.Panel):
@@ -19,46 +45,63 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
         armature = context.active_object
         settings = armature.blender_ik
 
-        layout.prop_search(settings, "tip_bone", armature.data, "bones", icon="BONE_DATA")
-        try:
-            names = rig.chain_names(armature, settings.tip_bone)
-            layout.label(text=" > ".join(names), icon="LINKED")
-        except rig.RigError as error:
-            layout.label(text=str(error), icon="ERROR")
-        layout.prop(settings, "target")
-        layout.prop(settings, "up_axis", expand=True)
-        layout.prop(settings, "plane")
-        if settings.plane == "POLE":
-            layout.prop(settings, "pole")
-        layout.prop(settings, "bend")
-        layout.prop(settings, "roll_axis")
+        row = layout.row()
+        row.template_list("BLENDER_IK_UL_chains", "", settings, "chains", settings, "active_chain_index", rows=3)
+        column = row.column(align=True)
+        column.operator("blender_ik.chain_add", icon="ADD", text="")
+        column.operator("blender_ik.chain_remove", icon="REMOVE", text="")
+        column.separator()
+        column.operator("blender_ik.chain_move", icon="TRIA_UP", text="").direction = "UP"
+        column.operator("blender_ik.chain_move", icon="TRIA_DOWN", text="").direction = "DOWN"
+        row = layout.row(align=True)
+        row.operator("blender_ik.chains_from_selected", icon="GROUP_BONE")
+        row.operator("blender_ik.chain_mirror", icon="MOD_MIRROR")
 
         row = layout.row(align=True)
-        row.operator("blender_ik.solve", icon="CON_KINEMATIC")
+        row.operator("blender_ik.solve", icon="CON_KINEMATIC", text="Solve All").chains = "ALL"
+        row.operator("blender_ik.solve", text="Active").chains = "ACTIVE"
+
+        chain_settings = settings.active_chain
+        if chain_settings is None:
+            layout.label(text="Add a chain for the active bone, or one per selected bone", icon="INFO")
+            return
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.prop_search(chain_settings, "tip_bone", armature.data, "bones", icon="BONE_DATA")
+        try:
+            layout.label(text=" > ".join(chain_names(armature, chain_settings.tip_bone)), icon="LINKED")
+        except ChainError as error:
+            layout.label(text=str(error), icon="ERROR")
+        _goal(layout, chain_settings, "target")
+        layout.prop(chain_settings, "up_axis", expand=True)
+        layout.prop(chain_settings, "plane")
+        if chain_settings.plane == "POLE":
+            _goal(layout, chain_settings, "pole")
+        layout.prop(chain_settings, "bend")
+        layout.prop(chain_settings, "roll_axis")
+        row = layout.row(align=True)
         row.operator("blender_ik.add_target", icon="EMPTY_SINGLE_ARROW")
-        layout.prop(settings, "live", toggle=True, icon="PLAY" if not settings.live else "PAUSE")
+        row.prop(chain_settings, "live", toggle=True, icon="PAUSE" if chain_settings.live else "PLAY")
 
         box = layout.box()
-        if settings.result_message:
-            box.label(text=settings.result_message, icon="ERROR")
-        if settings.has_result:
-            if settings.result_reachable:
+        result = runtime.readout(armature.name, chain_settings.name or chain_settings.tip_bone)
+        if result is None:
+            box.label(text="Not solved yet")
+        elif result.status == runtime.ERROR:
+            box.label(text=result.message, icon="ERROR")
+        else:
+            if result.status == runtime.REACHED:
                 box.label(text="Target reached", icon="CHECKMARK")
             else:
-                miss = distance_text(context, armature, settings.result_miss)
-                box.label(text=f"Out of reach by {miss}", icon="ERROR")
-            names = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
+                box.label(text=f"Out of reach by {distance_text(context.scene, armature, result.miss)}",
+                          icon=STATUS_ICONS[result.status])
             grid = box.grid_flow(columns=2, even_columns=True)
-            for name, angle in zip(names, settings.result_angles):
+            for name, angle in zip(ANGLE_LABELS, result.angles):
                 grid.label(text=name)
                 grid.label(text=f"{math.degrees(angle):.2f}°")
-        else:
-            box.label(text="Not solved yet")
 
 
 class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
@@ -70,7 +113,6 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        from .bake import scene_range
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
@@ -84,11 +126,14 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
         start, end = (scene_range(context.scene) if settings.bake_use_scene_range
                       else (settings.bake_frame_start, settings.bake_frame_end))
         layout.operator_context = "EXEC_DEFAULT"
-        operator = layout.operator("blender_ik.bake", icon="KEYINGSET", text=f"Bake Frames {start}-{end}")
-        operator.frame_start, operator.frame_end, operator.step = start, end, settings.bake_step
+        row = layout.row(align=True)
+        for which, text in (("ALL", f"Bake All {start}-{end}"), ("ACTIVE", "Active")):
+            operator = row.operator("blender_ik.bake", icon="KEYINGSET" if which == "ALL" else "NONE", text=text)
+            operator.frame_start, operator.frame_end, operator.step = start, end, settings.bake_step
+            operator.chains = which
 
 
-classes = (VIEW3D_PT_blender_ik, VIEW3D_PT_blender_ik_bake)
+classes = (BLENDER_IK_UL_chains, VIEW3D_PT_blender_ik, VIEW3D_PT_blender_ik_bake)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Bake a three-bone chain's analytic IK to rotation keys in .blend files, without the UI.
+"""Bake the analytic IK of three-bone chains to rotation keys in .blend files, without the UI.
 
-    python scripts/bake_ik.py INPUT.blend [MORE.blend ...] --armature NAME --target NAME [options]
-    blender -b INPUT.blend -P scripts/bake_ik.py -- --armature NAME --target NAME [options]
+    python scripts/bake_ik.py INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME ...] [options]
+    blender -b INPUT.blend -P scripts/bake_ik.py -- [options]
 
-Each input is opened, its armature's chain (the tip bone and its two ancestors, ``Object.blender_ik``)
-is baked toward the target over the range, and the result is saved as a new file (``NAME_baked.blend``
+Each input is opened, every enabled chain of every armature that has chains (``Object.blender_ik.chains``;
+or the armature and chains named) is baked toward its target over the range (``--target`` describes one
+chain on the command line instead, for files set up without the panel), and the result is saved as a new file (``NAME_baked.blend``
 next to the input unless told otherwise). The input is never written. Several inputs are baked in
 parallel, one process each; one file's failure does not stop the others, and the exit code is 0 only
 when every file was baked. User mistakes end in one ``bake_ik.py: error: ...`` line on stderr.
@@ -31,8 +32,8 @@ from _blender_script import (UserError, blender_message, blender_quiet, in_blend
 UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
-USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] --armature NAME --target NAME [--tip-bone NAME] "
-         "[--up-axis {X,Y,Z,-X,-Y,-Z}] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
+USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME ...] "
+         "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
          "[--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
 
@@ -63,18 +64,24 @@ def _positive(text):
 def make_parser():
     parser = argparse.ArgumentParser(
         prog=PROG, usage=USAGE,
-        description="Bake the analytic IK of a three-bone chain to rotation keys and save the result as a new "
+        description="Bake the analytic IK of three-bone chains to rotation keys and save the result as a new "
                     ".blend file (the input is never written). Several inputs are baked in parallel.",
-        epilog="Inside Blender: blender -b INPUT.blend -P scripts/bake_ik.py -- --armature NAME --target NAME ... "
+        epilog="Inside Blender: blender -b INPUT.blend -P scripts/bake_ik.py -- [options] "
                "(the open file is the input unless files are given after --). "
                "Exit status: 0 when every file was baked, 1 when any failed, 2 for a bad command line.")
     parser.add_argument("inputs", nargs="*", metavar="INPUT.blend", help="the files to bake")
-    parser.add_argument("--armature", required=True, metavar="NAME", help="the armature object")
-    parser.add_argument("--target", required=True, metavar="NAME", help="the object the chain's tip reaches for")
+    parser.add_argument("--armature", metavar="NAME",
+                        help="bake this armature only (default: every armature in the scene that has IK chains)")
+    parser.add_argument("--chain", action="append", metavar="NAME",
+                        help="bake this chain only (repeat for several; default: every enabled chain)")
+    parser.add_argument("--target", metavar="NAME",
+                        help="describe one chain on the command line instead: the object its tip reaches for "
+                             "(needs --armature; for files set up without the panel)")
     parser.add_argument("--tip-bone", metavar="NAME",
-                        help="the chain's last bone (default: the file's setting on the armature)")
+                        help="with --target: the chain's last bone (default: the armature's active chain's)")
     parser.add_argument("--up-axis", choices=UP_AXES,
-                        help="the target's axis the last bone points along (default: the file's setting, Z if unset)")
+                        help="with --target: the target's axis the last bone points along (default: the active "
+                             "chain's, Z if unset)")
     parser.add_argument("--start", type=int, metavar="N", help="first frame (default: the scene's start)")
     parser.add_argument("--end", type=int, metavar="N", help="last frame (default: the scene's end)")
     parser.add_argument("--step", type=_positive, default=1, metavar="N", help="key every N-th frame (default: 1)")
@@ -111,6 +118,12 @@ def plan(args):
         raise UserError("--output takes one input; use --output-dir (or the default next to each input) for several")
     if args.output_dir is not None and not os.path.isdir(args.output_dir):
         raise UserError(f"--output-dir {args.output_dir}: no such directory")
+    if args.target is None and (args.tip_bone is not None or args.up_axis is not None):
+        raise UserError("--tip-bone and --up-axis describe a chain together with --target; without --target the "
+                        "file's chains are baked with their own settings")
+    if args.target is not None and args.chain:
+        raise UserError("--chain picks chains set up in the file; --target describes one on the command line: "
+                        "give one or the other")
     if args.start is not None and args.end is not None and args.end < args.start:
         raise UserError(f"the frame range is empty: --start {args.start} is after --end {args.end}")
     if args.output is not None:
@@ -193,6 +206,61 @@ def _save_copy(bpy, output):
         preferences.is_dirty = dirty
 
 
+def _cli_chain(bpy, scene, args, path):
+    """The one chain ``--target`` (with ``--tip-bone``, ``--up-axis``) describes on the command line, for files
+    set up without the panel: [(armature, [ChainSpec])]. Unset options come from the armature's active chain."""
+    from blender_ik_addon.chain import ChainSpec
+    from blender_ik_addon.props import chain_spec
+
+    if args.armature is None:
+        raise UserError("--target describes one chain: give its --armature too")
+    armature = _find_object(bpy, scene, args.armature, path, "armature")
+    target = _find_object(bpy, scene, args.target, path, "target")
+    active = armature.blender_ik.active_chain
+    base = chain_spec(active) if active is not None else ChainSpec()
+    tip_bone = args.tip_bone or base.tip_bone
+    if not tip_bone:
+        raise UserError(f"{path}: the armature '{armature.name}' has no tip bone set; pass --tip-bone NAME")
+    spec = ChainSpec(tip_bone=tip_bone, target=target, up_axis=args.up_axis or base.up_axis, plane=base.plane,
+                     pole=base.pole, pole_bone=base.pole_bone, bend=base.bend, roll_axis=base.roll_axis,
+                     name=base.name if base.tip_bone == tip_bone and base.name else tip_bone)
+    return [(armature, [spec])]
+
+
+def _file_chains(bpy, scene, args, path):
+    """The armatures to bake and their chains' names: every enabled chain of every armature that has chains
+    (or of ``--armature``), or the chains named with ``--chain``: [(armature, names or None)]."""
+    if args.armature is not None:
+        armatures = [_find_object(bpy, scene, args.armature, path, "armature")]
+    else:
+        armatures = [obj for obj in scene.objects
+                     if obj.type == "ARMATURE" and obj.library is None and len(obj.blender_ik.chains)]
+        if not armatures:
+            raise UserError(f"{path}: no armature in the scene '{scene.name}' has IK chains; set them up in the "
+                            "panel, or describe one with --armature, --target and --tip-bone")
+    if not args.chain:
+        return [(armature, None) for armature in armatures]
+    wanted, found = list(dict.fromkeys(args.chain)), []
+    for armature in armatures:
+        names = [name for name in wanted if name in {c.name for c in armature.blender_ik.chains}]
+        if names:
+            found.append((armature, names))
+    missing = [name for name in wanted if not any(name in names for _, names in found)]
+    if missing:
+        known = sorted({f"{c.name}" for armature in armatures for c in armature.blender_ik.chains})
+        raise UserError(f"{path}: no chain named {', '.join(repr(name) for name in missing)} "
+                        f"(chains: {', '.join(known) or 'none'})")
+    return found
+
+
+def _chain_record(armature, chain, result):
+    spec = chain.spec
+    return {"armature": armature.name, "chain": chain.name, "tip_bone": chain.bones[2],
+            "target": spec.target.name, "target_bone": spec.target_bone, "up_axis": spec.up_axis,
+            "plane": spec.plane, "frames": len(result.frames), "unreachable": [int(f) for f in chain.unreachable],
+            "degenerate": [int(f) for f in chain.degenerate]}
+
+
 def bake_file(path, output, args):
     """Open ``path``, bake, save ``output``; returns the file's record. UserError for user mistakes."""
     began = time.perf_counter()
@@ -207,7 +275,8 @@ def bake_file(path, output, args):
                         "the script inside Blender (blender -b INPUT.blend -P scripts/bake_ik.py -- ...)") from None
 
     import blender_ik_addon
-    from blender_ik_addon import bake, rig
+    from blender_ik_addon import ops, props
+    from blender_ik_addon.chain import ChainError
 
     # Inside Blender the file given to `-b` is open already (and anything run before this script has acted on it).
     if not (bpy.data.filepath and same_file(bpy.data.filepath, path)):
@@ -219,30 +288,32 @@ def bake_file(path, output, args):
     must_unregister = _register_addon(bpy, blender_ik_addon)
     try:
         scene = bpy.context.scene
-        armature = _find_object(bpy, scene, args.armature, path, "armature")
-        target = _find_object(bpy, scene, args.target, path, "target")
-        settings = armature.blender_ik
-        if args.tip_bone:
-            settings.tip_bone = args.tip_bone
-        elif not settings.tip_bone:
-            raise UserError(f"{path}: the armature '{armature.name}' has no tip bone set; pass --tip-bone NAME")
-        if args.up_axis:
-            settings.up_axis = args.up_axis
-        settings.target = target
+        props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
+        if args.target is not None:
+            jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
+        else:
+            jobs = [(armature, names, None) for armature, names in _file_chains(bpy, scene, args, path)]
         start = scene.frame_start if args.start is None else args.start
         end = scene.frame_end if args.end is None else args.end
-        try:  # bake_chain validates the range, the chain and the target before it changes anything
-            result = bake.bake_chain(scene, armature, start, end, args.step)
-        except ValueError as error:  # RigError, and anything numeric the checks did not foresee
-            raise UserError(f"{path}: {error}") from None
+        results = []
+        for armature, names, specs in jobs:
+            try:  # the bake validates the range and every chain before it changes anything
+                results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step,
+                                                             names=names, specs=specs)))
+            except ChainError as error:
+                raise UserError(f"{path}: armature '{armature.name}': {error}") from None
         _save_copy(bpy, os.path.abspath(output))
+        chains = [_chain_record(armature, chain, result) for armature, result in results for chain in result.chains]
+        summaries = [result.summary() if len(results) == 1 else f"{armature.name}: {result.summary()}"
+                     for armature, result in results]
         return {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "armature": armature.name, "target": target.name, "tip_bone": settings.tip_bone,
-            "up_axis": settings.up_axis, "frame_start": start, "frame_end": end, "step": args.step,
-            "frames": len(result.frames), "unreachable": [int(f) for f in result.unreachable],
-            "degenerate": result.degenerate, "direct": bool(result.direct), "summary": result.summary(),
-            "bake_seconds": round(result.seconds, 4), "seconds": round(time.perf_counter() - began, 4),
+            "frame_start": start, "frame_end": end, "step": args.step,
+            "frames": len(results[0][1].frames), "chains": chains,
+            "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
+            "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
+            "bake_seconds": round(sum(result.seconds for _, result in results), 4),
+            "seconds": round(time.perf_counter() - began, 4),
         }
     finally:
         if must_unregister:  # a Python handler left in bpy.app.handlers crashes bpy 4.2 at exit
@@ -270,12 +341,12 @@ def worker_command(path, output, args, summary_file, blender):
         command = [bpy.app.binary_path, "-b", "--python-exit-code", str(EXIT_FAILED), "-P", SCRIPT, "--"]
     else:
         command = [sys.executable, SCRIPT]
-    command += [f"--armature={args.armature}", f"--target={args.target}", f"--output={os.path.abspath(output)}",
-                f"--step={args.step}", f"--summary-file={summary_file}"]
-    for option, value in (("--tip-bone", args.tip_bone), ("--up-axis", args.up_axis), ("--start", args.start),
-                          ("--end", args.end)):
+    command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--summary-file={summary_file}"]
+    for option, value in (("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
+                          ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:
             command.append(f"{option}={value}")
+    command += [f"--chain={name}" for name in args.chain or ()]
     # The path as given (the worker runs in the same directory), so that its messages name it the same way.
     return command + ["--", path]
 

@@ -116,3 +116,12 @@ def reachable_target(rng, obj, margin=0.9, up_axis="Z"):
     wrist = base + random_direction(rng) * distance
     return tuple(wrist + l3 * up), rotation.to_euler()
 
+
+
+def readout(obj, chain=None):
+    """The read-out of a chain (by name; default: the active chain) from its last solve in this session."""
+    from blender_ik_addon import runtime
+    settings = obj.blender_ik
+    if chain is None:
+        chain = settings.active_chain.name or settings.active_chain.tip_bone
+    return runtime.readout(obj.name, chain)

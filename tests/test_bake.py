@@ -61,10 +61,10 @@ def rotation_keys(obj, bone, path):
 
 def test_animated_empty_bakes_exactly_through_the_direct_path(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     bpy.context.scene.frame_set(17)
-    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
     assert result.direct and len(result.frames) == 60
     assert bpy.context.scene.frame_current == 17  # restored
     tip, _ = tip_and_direction(obj)  # and the pose already shows the new keys there
@@ -78,13 +78,13 @@ def test_animated_empty_bakes_exactly_through_the_direct_path(blender):
 @pytest.mark.parametrize("modes", [("XYZ", "ZXY", "YZX"), ("AXIS_ANGLE", "XZY", "QUATERNION")])
 def test_euler_and_axis_angle_bones_bake_without_jumps(blender, modes):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy, modes=modes)
     # Spin the target twice around so the angles wind past ±π.
     for frame in range(1, 61, 5):
         target.rotation_euler = (0.3, 0.2, frame * 0.25)
         target.keyframe_insert("rotation_euler", frame=frame)
-    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
     check_replay(bpy, obj, target, result)
     for bone, mode in zip(("b1", "b2", "b3"), modes):
         if mode in ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"):
@@ -94,7 +94,7 @@ def test_euler_and_axis_angle_bones_bake_without_jumps(blender, modes):
 
 def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     holder = add_empty("Holder")
     holder.keyframe_insert("location", frame=1)
@@ -103,14 +103,14 @@ def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blen
     target.parent = holder
     constraint = target.constraints.new("LIMIT_LOCATION")
     constraint.use_max_z, constraint.max_z = True, 1.15
-    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
     assert not result.direct and any("constraints" in reason for reason in result.reasons)
     check_replay(bpy, obj, target, result)
 
 
 def test_animated_armature_and_parent_bone(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     obj.location = (0.0, 0.0, 0.0)
     obj.keyframe_insert("location", frame=1)
@@ -123,16 +123,16 @@ def test_animated_armature_and_parent_bone(blender):
     root.keyframe_insert("rotation_euler", frame=1)
     root.rotation_euler = (0.3, -0.2, 0.25)
     root.keyframe_insert("rotation_euler", frame=60)
-    result = bake.bake_chain(bpy.context.scene, obj, 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
     assert not result.direct and any("above the chain" in reason for reason in result.reasons)
     check_replay(bpy, obj, target, result)
 
 
 def test_step_keys_every_nth_frame(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
-    result = bake.bake_chain(bpy.context.scene, obj, 5, 45, step=4)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 5, 45, step=4)
     assert list(result.frames) == list(range(5, 46, 4))
     frames = rotation_keys(obj, "b2", "rotation_quaternion")[0][:, 0]
     assert list(frames) == list(range(5, 46, 4))
@@ -141,7 +141,7 @@ def test_step_keys_every_nth_frame(blender):
 
 def test_keys_outside_the_range_and_other_channels_are_kept(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     b1, b2 = obj.pose.bones["b1"], obj.pose.bones["b2"]
     b1.rotation_quaternion = (0.9, 0.3, 0.0, 0.1)
@@ -151,7 +151,7 @@ def test_keys_outside_the_range_and_other_channels_are_kept(blender):
     b2.location = (0.0, 0.1, 0.0)
     b2.keyframe_insert("location", frame=20)
     before_location = rotation_keys(obj, "b2", "location")
-    result = bake.bake_chain(bpy.context.scene, obj, 10, 50)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 10, 50)
     keyed = rotation_keys(obj, "b1", "rotation_quaternion")
     frames = list(keyed[0][:, 0])
     assert frames == [1.0] + list(range(10, 51)) + [100.0]
@@ -207,7 +207,7 @@ def test_bad_bakes_are_refused_and_change_nothing(blender, case, message):
 
 def test_direct_and_per_frame_sampling_agree(blender):
     bpy = blender
-    from blender_ik_addon import rig, sampling
+    from blender_ik_addon import chain as rig, sampling
     scene = bpy.context.scene
     parent = add_empty("Parent")
     parent.rotation_mode = "QUATERNION"
@@ -236,7 +236,7 @@ def test_direct_and_per_frame_sampling_agree(blender):
                 child.rotation_axis_angle = (frame * 0.05, 0.3, 1.0, 0.2)
             else:
                 child.rotation_euler = (frame * 0.05, -0.4, 0.3)
-            for path in ("location", __import__("blender_ik_addon.rig").rig.rotation_path(mode)):
+            for path in ("location", __import__("blender_ik_addon.chain").chain.rotation_path(mode)):
                 child.keyframe_insert(path, frame=frame)
         assert sampling.direct_reason(child, scene) is None
         results[mode] = child
@@ -273,7 +273,7 @@ def test_an_armature_keyed_to_zero_scale_is_a_clear_error(blender):
 
 def test_a_target_following_a_curve_path_is_sampled_per_frame(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     target.animation_data_clear()
     curve = bpy.data.curves.new("Path", "CURVE")
@@ -296,18 +296,18 @@ def test_a_target_following_a_curve_path_is_sampled_per_frame(blender):
         bpy.context.scene.frame_set(frame)
         positions.append(np.array(target.matrix_world.translation))
     assert np.linalg.norm(positions[0] - positions[2]) > 0.5  # it really travels
-    result = bake.bake_chain(bpy.context.scene, obj, 1, 30)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 30)
     assert not result.direct and any("follows the path" in reason for reason in result.reasons)
     check_replay(bpy, obj, target, result)
 
 
 def test_a_stepped_bake_replaces_every_key_in_its_range(blender):
     bpy = blender
-    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     for frame in (1, 10, 12):
         obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
-    bake.bake_chain(bpy.context.scene, obj, 1, 10, step=4)
+    bake_armature(bpy.context.scene, obj, "ALL", 1, 10, step=4)
     frames = list(rotation_keys(obj, "b1", "rotation_quaternion")[0][:, 0])
     assert frames == [1.0, 5.0, 9.0, 12.0]  # the old key at 10 is gone, the one at 12 kept
 

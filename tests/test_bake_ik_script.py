@@ -91,7 +91,7 @@ def test_default_output_next_to_the_input_over_the_scene_range(blender, work):
     assert set(after) == set(before) | {"walk_baked.blend"}  # no .blend1, nothing else
     assert all(after[name] == before[name] for name in before)
     record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
-    assert record["tip_bone"] == "b3" and record["up_axis"] == "Z"  # the file's settings
+    assert record["chains"][0]["tip_bone"] == "b3" and record["chains"][0]["up_axis"] == "Z"  # the file's settings
     replay(blender, work.folder / "walk_baked.blend", range(1, 61), record["unreachable"])
 
 
@@ -105,7 +105,7 @@ def test_range_step_up_axis_tip_bone_and_output(blender, work):
     assert "Baked 11 frames (5-45)" in done.stdout
     assert snapshot(work.folder) == before
     record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
-    assert (record["frame_start"], record["frame_end"], record["step"], record["up_axis"]) == (5, 45, 4, "-Y")
+    assert (record["frame_start"], record["frame_end"], record["step"], record["chains"][0]["up_axis"]) == (5, 45, 4, "-Y")
     replay(blender, output, range(5, 46, 4), record["unreachable"], up_axis="-Y")
 
 

@@ -1,7 +1,7 @@
 """Live mode: follows the target, the pole, the armature and the frame; no feedback loop; survives reload."""
 import numpy as np
 
-from rigs import add_empty, angle_between, axis_of, build_arm, tip_and_direction
+from rigs import add_empty, angle_between, axis_of, build_arm, readout, tip_and_direction
 
 
 def live_rig(bpy):
@@ -51,12 +51,12 @@ def test_frame_changes_follow_an_animated_target(blender):
 
 def test_no_feedback_loop_and_no_work_when_nothing_moved(blender, monkeypatch):
     bpy = blender
-    from blender_ik_addon import live, rig
+    from blender_ik_addon import live
     obj, target = live_rig(bpy)
     obj.blender_ik.live = True
     calls = []
-    original = rig.solve_current
-    monkeypatch.setattr(rig, "solve_current", lambda *a: calls.append(1) or original(*a))
+    original = live.solve_current
+    monkeypatch.setattr(live, "solve_current", lambda *a: calls.append(1) or original(*a))
     for _ in range(5):  # posing tags the armature; the updates that follow find nothing to do
         bpy.context.view_layer.update()
     assert calls == []
@@ -100,7 +100,7 @@ def test_errors_in_live_mode_are_shown_not_raised(blender):
     obj.blender_ik.live = True
     target.scale = (1.0, 1.0, 0.0)
     bpy.context.view_layer.update()
-    assert "zero scale" in obj.blender_ik.result_message
+    assert readout(obj).status == "ERROR" and "zero scale" in readout(obj).message
 
 
 def test_live_survives_save_and_reload(blender, tmp_path):
@@ -176,13 +176,13 @@ def test_an_error_clears_the_read_out_and_fixing_it_retries(blender):
     bpy = blender
     obj, target = live_rig(bpy)
     obj.blender_ik.live = True
-    assert obj.blender_ik.has_result
+    assert readout(obj).status == "REACHED"
     obj.pose.bones["b2"].scale = (1.0, 2.0, 1.0)
     bpy.context.view_layer.update()
-    assert not obj.blender_ik.has_result and "unit pose scale" in obj.blender_ik.result_message
+    assert readout(obj).status == "ERROR" and "unit pose scale" in readout(obj).message
     obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)  # the fix alone, nothing else moves
     bpy.context.view_layer.update()
-    assert obj.blender_ik.has_result and obj.blender_ik.result_message == ""
+    assert readout(obj).status == "REACHED" and readout(obj).message == ""
     assert on_target(obj, target)
 
 

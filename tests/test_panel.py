@@ -31,8 +31,21 @@ class FakeLayout:
 
     row = column = box = grid_flow = _sub
 
+    def separator(self, **kwargs):
+        pass
+
+    def _icon(self, kwargs):
+        if "icon" in kwargs:
+            self.log.append(("icon", kwargs["icon"]))
+
     def prop(self, data, name, **kwargs):
         assert name in data.bl_rna.properties, name
+        self.log.append(("prop", name))
+        self._icon(kwargs)
+
+    def template_list(self, list_type, list_id, data, name, active_data, active_name, **kwargs):
+        assert list_type in dir(self.bpy.types), list_type
+        assert name in data.bl_rna.properties and active_name in active_data.bl_rna.properties
         self.log.append(("prop", name))
 
     def prop_search(self, data, name, search_data, search_name, **kwargs):
@@ -41,46 +54,65 @@ class FakeLayout:
 
     def label(self, text="", **kwargs):
         self.log.append(("label", text))
+        self._icon(kwargs)
 
     def operator(self, idname, **kwargs):
         self.log.append(("operator", idname))
+        self._icon(kwargs)
         return FakeOperatorProperties(self.bpy, idname)
 
 
-@pytest.mark.parametrize("state", ["fresh", "pole_solved", "out_of_reach", "error"])
+ALL_OPERATORS = {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake", "blender_ik.chain_add",
+                 "blender_ik.chain_remove", "blender_ik.chain_move", "blender_ik.chains_from_selected",
+                 "blender_ik.chain_mirror"}
+CHAIN_SETTINGS = {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis", "live"}
+
+
+@pytest.mark.parametrize("state", ["no_chains", "fresh", "pole_solved", "bone_target", "out_of_reach", "error"])
 def test_panels_draw(blender, state):
     bpy = blender
-    from blender_ik_addon import ui
+    from blender_ik_addon import runtime, ui
     obj = build_arm()
     bpy.context.view_layer.objects.active = obj
     settings = obj.blender_ik
-    settings.tip_bone = "b3"
-    if state != "fresh":
+    if state != "no_chains":
+        settings.tip_bone = "b3"
+    if state not in ("fresh", "no_chains"):
         settings.target = add_empty(location=(0.8, 0.2, 1.0) if state != "out_of_reach" else (9.0, 0.0, 0.0))
     if state == "pole_solved":
         settings.plane, settings.pole = "POLE", add_empty("Pole", (0, 2, 1))
+    if state == "bone_target":
+        settings.target, settings.target_bone = obj, "root"
     if state in ("pole_solved", "out_of_reach"):
         bpy.ops.blender_ik.solve()
     if state == "error":
         settings.tip_bone = "b1"
-        settings.result_message = "something to fix"
+        runtime.store_error(obj.name, settings.active_chain.name, "something to fix")
     context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
     assert ui.VIEW3D_PT_blender_ik.poll(context)
     log = []
     for panel in (ui.VIEW3D_PT_blender_ik, ui.VIEW3D_PT_blender_ik_bake):
         fake = types.SimpleNamespace(layout=FakeLayout(bpy, log))
         panel.draw(fake, context)
+    for index, item in enumerate(settings.chains):
+        ui.BLENDER_IK_UL_chains.draw_item(None, context, FakeLayout(bpy, log), settings, item, 0, settings,
+                                          "active_chain_index", index)
     drawn = {name for kind, name in log if kind in ("prop", "prop_search")}
-    assert {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis", "live", "bake_step"} <= drawn
+    assert {"bake_step", "chains"} <= drawn
+    assert (CHAIN_SETTINGS <= drawn) == (state != "no_chains")
     assert ("pole" in drawn) == (state == "pole_solved")
+    assert ("target_bone" in drawn) == (state == "bone_target")
     operators = {name for kind, name in log if kind == "operator"}
-    assert operators == {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake"}
+    assert operators == ALL_OPERATORS - ({"blender_ik.add_target"} if state == "no_chains" else set())
     labels = " ".join(name for kind, name in log if kind == "label")
+    icons = {icon for kind, icon in log if kind == "icon"}
     if state == "pole_solved":
-        assert "Target reached" in labels and "Roll β" in labels
+        assert "Target reached" in labels and "Roll β" in labels and "CHECKMARK" in icons
     if state == "out_of_reach":
-        assert "Out of reach by" in labels
+        assert "Out of reach by" in labels and ui.STATUS_ICONS["OUT_OF_REACH"] in icons
     if state == "error":
-        assert "needs two ancestors" in labels and "something to fix" in labels
+        assert "needs two ancestors" in labels and "something to fix" in labels and "ERROR" in icons
+    if state == "no_chains":
+        assert "Add a chain" in labels
     empty = add_empty("NotAnArmature")
     assert not ui.VIEW3D_PT_blender_ik.poll(types.SimpleNamespace(active_object=empty))

@@ -11,36 +11,57 @@ Bone rotations map each bone's rest frame (its link direction, and the rest bend
 its solved frame (solved direction, solved normal): each bone keeps its roll relative to the bend
 plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from bpy.utils import escape_identifier
 
 from . import rotations
+from .report import compact_frames
 from .solver import SolverInputError, solve_three_link
 
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
 _SCALE_TOLERANCE = 1e-5
+# The self-check after posing: Blender stores poses in float32, so allow a few ulps of the chain's size.
+POSE_TOLERANCE = 1e-4
+ANGLE_TOLERANCE = 1e-3
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
 BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
 
 
-class RigError(ValueError):
-    """A chain or target the add-on cannot solve, with a message that says how to fix it."""
+class ChainError(ValueError):
+    """A chain, target or setting the add-on cannot solve, with a message that says how to fix it.
+
+    ``chain`` names the chain it is about (STYLE 15); :meth:`for_chain` adds it where it becomes known."""
+
+    def __init__(self, message, chain=None):
+        self.message, self.chain = message, chain
+        super().__init__(f"Chain '{chain}': {message}" if chain else message)
+
+    def for_chain(self, chain):
+        return self if self.chain is not None or not chain else ChainError(self.message, chain)
 
 
 @dataclass(frozen=True)
-class Options:
-    """How to solve: the public settings (props.py) in plain form, for scripts and tests too."""
+class ChainSpec:
+    """One chain's settings in plain form (props.py builds it from a chain's property group; scripts and
+    tests may build it directly). Everything below the operators takes this, never a property group."""
 
-    up_axis: str = "Z"
-    plane: str = "TARGET"  # or "POLE"
+    tip_bone: str = ""  # the chain is this bone and its two ancestors; empty: the active bone
+    target: object = None  # an Object
+    target_bone: str = ""  # when the target is an armature: one of its bones (its head and axes)
+    up_axis: str = "Z"  # the target's axis the last bone points along
+    plane: str = "TARGET"  # "TARGET" or "POLE"
+    pole: object = None  # an Object, for plane "POLE"
+    pole_bone: str = ""  # when the pole is an armature: one of its bones (its head)
     bend: str = "REST"  # "REST", "TOWARD" or "AWAY"
     roll_axis: str = "NONE"  # or one of AXES: the target axis the last bone's local Z turns toward
+    name: str = ""  # the chain's name, for messages and read-outs
 
-    @classmethod
-    def from_settings(cls, settings):
-        return cls(settings.up_axis, settings.plane, settings.bend, settings.roll_axis)
+    @property
+    def label(self):
+        return self.name or self.tip_bone
 
 
 @dataclass(frozen=True)
@@ -92,7 +113,7 @@ def frames(direction, normal):
 
 
 def uniform_scale(matrices3, what, fix, frames=None):
-    """The uniform scale of each of (N, 3, 3) matrices, or RigError when one is zero, invalid,
+    """The uniform scale of each of (N, 3, 3) matrices, or ChainError when one is zero, invalid,
     non-uniform or sheared; given the samples' frame numbers, the message names the frames."""
     gram = np.einsum("...ji,...jk->...ik", matrices3, matrices3)
     scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
@@ -102,12 +123,11 @@ def uniform_scale(matrices3, what, fix, frames=None):
     bad = degenerate | (deviation > _SCALE_TOLERANCE)
     if bad.any():
         if frames is not None:
-            from .bake import compact_frames
-            raise RigError(f"{what} has a zero, non-uniform or sheared scale at frames "
+            raise ChainError(f"{what} has a zero, non-uniform or sheared scale at frames "
                            f"{compact_frames(frames[bad])}; {fix}")
         if degenerate.any():
-            raise RigError(f"{what} has a zero or invalid scale; {fix}")
-        raise RigError(f"{what} has a non-uniform scale or shear; {fix}")
+            raise ChainError(f"{what} has a zero or invalid scale; {fix}")
+        raise ChainError(f"{what} has a non-uniform scale or shear; {fix}")
     return np.sqrt(scale_squared)
 
 
@@ -123,33 +143,47 @@ def _constraint_active(constraint):
     return enabled and constraint.influence > 0.0
 
 
-def _moves_with_chain(chain, obj):
-    """The chain bone (or bone below the chain's first) that ``obj`` hangs from, through any parents."""
+def _below(armature, bone_name, roots):
+    """The first of ``roots`` (bone names) that bone ``bone_name`` is or hangs from, or None."""
+    bone = armature.data.bones.get(bone_name)
+    while bone is not None:
+        if bone.name in roots:
+            return bone.name
+        bone = bone.parent
+    return None
+
+
+def moves_with_chain(chain, obj, bone_name=""):
+    """The chain bone that ``obj`` (or its bone ``bone_name``) hangs from, through any parents, or None.
+
+    Anything below the chain's first bone moves when the chain is posed."""
     armature = chain.armature
+    roots = set(chain.names[:1])
+    if obj == armature and bone_name:
+        return _below(armature, bone_name, roots)
     while obj is not None:
         if obj.parent == armature and obj.parent_type == "BONE":
-            bone = armature.data.bones.get(obj.parent_bone)
-            if bone is not None and (bone.name == chain.names[0]
-                                     or chain.names[0] in [b.name for b in bone.parent_recursive]):
-                return bone.name
+            found = _below(armature, obj.parent_bone, roots)
+            if found is not None:
+                return obj.parent_bone
         obj = obj.parent
     return None
 
 
 def chain_names(armature, tip_name):
-    """The chain's bone names (first, middle, tip), or RigError."""
+    """The chain's bone names (first, middle, tip), or ChainError."""
     if armature is None or armature.type != "ARMATURE":
-        raise RigError("The active object must be an armature")
+        raise ChainError("The active object must be an armature")
     if not tip_name:
         active = armature.data.bones.active
         if active is None:
-            raise RigError("Choose the chain's tip bone (or make it the active bone)")
+            raise ChainError("Choose the chain's tip bone (or make it the active bone)")
         tip_name = active.name
     tip = armature.data.bones.get(tip_name)
     if tip is None:
-        raise RigError(f"Armature '{armature.name}' has no bone named '{tip_name}'")
+        raise ChainError(f"Armature '{armature.name}' has no bone named '{tip_name}'")
     if tip.parent is None or tip.parent.parent is None:
-        raise RigError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and "
+        raise ChainError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and "
                        "its grandparent")
     return tip.parent.parent.name, tip.parent.name, tip.name
 
@@ -157,7 +191,7 @@ def chain_names(armature, tip_name):
 def read_chain(armature, tip_name):
     """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry."""
     if armature is not None and armature.library is not None:
-        raise RigError(f"Armature '{armature.name}' is linked from a library and cannot be posed or keyed here; "
+        raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed or keyed here; "
                        "make a library override of it first")
     names = chain_names(armature, tip_name)
     uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
@@ -166,22 +200,22 @@ def read_chain(armature, tip_name):
     pose_bones = [armature.pose.bones[name] for name in names]
     for bone, pose_bone in zip(bones, pose_bones):
         if not np.allclose(tuple(pose_bone.scale), 1.0, atol=1e-6):
-            raise RigError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
+            raise ChainError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
                            "(clear it with Alt+S)")
     for pose_bone in pose_bones:
         active = [c.name for c in pose_bone.constraints if _constraint_active(c)]
         if active:
-            raise RigError(f"Bone '{pose_bone.name}' has constraints ({', '.join(active)}) that would change the "
+            raise ChainError(f"Bone '{pose_bone.name}' has constraints ({', '.join(active)}) that would change the "
                            "solved pose; mute or remove them (this add-on replaces an IK constraint)")
     drivers = armature.animation_data.drivers if armature.animation_data else ()
     for driver in drivers:
         for name in names:
             if driver.data_path.startswith(bone_path(name, "")) and not driver.mute:
-                raise RigError(f"Bone '{name}' has a driver on '{driver.data_path.rsplit('.', 1)[-1]}' that "
+                raise ChainError(f"Bone '{name}' has a driver on '{driver.data_path.rsplit('.', 1)[-1]}' that "
                                "would change the solved pose; remove or mute it")
     for bone in bones[1:]:
         if not bone.use_inherit_rotation:
-            raise RigError(f"Bone '{bone.name}' does not inherit rotation; turn on Inherit Rotation "
+            raise ChainError(f"Bone '{bone.name}' does not inherit rotation; turn on Inherit Rotation "
                            "(Bone properties > Relations) to use it in the IK chain")
 
     offsets = []
@@ -194,7 +228,7 @@ def read_chain(armature, tip_name):
     links = np.array([offsets[0][:3, 3], offsets[1][:3, 3], [0.0, bones[2].length, 0.0]])
     for name, link in zip(names, links):
         if np.linalg.norm(link) < 1e-6:
-            raise RigError(f"Bone '{name}' has a zero-length link to the next joint; the chain cannot bend there")
+            raise ChainError(f"Bone '{name}' has a zero-length link to the next joint; the chain cannot bend there")
 
     # The rest chain in the first bone's frame: heads h₁ = 0, h₂, h₃ and the last bone's direction.
     rotation2, rotation3 = offsets[0][:3, :3], offsets[0][:3, :3] @ offsets[1][:3, :3]
@@ -212,34 +246,53 @@ def read_chain(armature, tip_name):
     return Chain(armature, names, offsets, links, rest_normals, rest_toward)
 
 
-def _object_matrix(armature, obj, role):
-    """``obj``'s world matrix in the armature's space (4, 4), checked."""
+def goal_matrix(armature, obj, bone_name, role):
+    """The armature-space matrix (4, 4) of ``obj``, or of its pose bone ``bone_name`` (the bone's head and
+    axes, as Blender's constraints take a bone target), as last evaluated; checked."""
     if obj is None:
-        raise RigError(f"Set the {role}")
-    if obj == armature:
-        raise RigError(f"The {role} cannot be the armature itself; use an Empty")
-    matrix = np.linalg.inv(matrix_array(armature.matrix_world)) @ matrix_array(obj.matrix_world)
+        raise ChainError(f"Set the {role}")
+    if bone_name:
+        if obj.type != "ARMATURE":
+            raise ChainError(f"The {role} '{obj.name}' is not an armature, so it has no bone '{bone_name}'; "
+                             f"clear the {role}'s bone")
+        pose_bone = obj.pose.bones.get(bone_name)
+        if pose_bone is None:
+            raise ChainError(f"The {role} armature '{obj.name}' has no bone named '{bone_name}'")
+        world = matrix_array(obj.matrix_world) @ matrix_array(pose_bone.matrix)
+    elif obj == armature:
+        raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
+    else:
+        world = matrix_array(obj.matrix_world)
+    matrix = np.linalg.inv(matrix_array(armature.matrix_world)) @ world
     if not np.all(np.isfinite(matrix)):
-        raise RigError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
+        raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
     return matrix
 
 
-def check_target(chain, target, options, pole=None):
-    """Validate target and pole against the chain; returns their armature-space matrices."""
+def goal_label(obj, bone_name):
+    return f"{obj.name}' bone '{bone_name}" if bone_name else obj.name
+
+
+def check_target(chain, spec):
+    """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
+    the plane is "POLE")."""
     armature = chain.armature
-    matrix = _object_matrix(armature, target, "target")
-    pole_object = pole if options.plane == "POLE" else None
-    for role, obj in (("target", target), ("pole", pole_object)):
-        bone = _moves_with_chain(chain, obj)
+    matrix = goal_matrix(armature, spec.target, spec.target_bone, "target")
+    roles = [("target", spec.target, spec.target_bone)]
+    if spec.plane == "POLE":
+        roles.append(("pole", spec.pole, spec.pole_bone))
+    for role, obj, bone_name in roles:
+        bone = moves_with_chain(chain, obj, bone_name)
         if bone is not None:
-            raise RigError(f"The {role} '{obj.name}' is parented (through '{bone}') to the chain and would move "
-                           "with it; parent it elsewhere")
-    column, _ = AXES[options.up_axis]
+            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' hangs from the chain (through '{bone}') and "
+                             "would move with it; parent it elsewhere")
+    column, _ = AXES[spec.up_axis]
     if np.linalg.norm(matrix[:3, column]) < 1e-12:
-        raise RigError(f"The target '{target.name}' has zero scale on its {options.up_axis.lstrip('-')} axis")
+        raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
+                         f"{spec.up_axis.lstrip('-')} axis")
     pole_matrix = None
-    if options.plane == "POLE":
-        pole_matrix = _object_matrix(armature, pole, "pole")
+    if spec.plane == "POLE":
+        pole_matrix = goal_matrix(armature, spec.pole, spec.pole_bone, "pole")
     return matrix, pole_matrix
 
 
@@ -264,12 +317,12 @@ def current_normal(chain):
     return normal / np.linalg.norm(normal)
 
 
-def bend_toward(chain, options):
-    if options.bend == "TOWARD":
+def bend_toward(chain, spec):
+    if spec.bend == "TOWARD":
         return True
-    if options.bend == "AWAY":
+    if spec.bend == "AWAY":
         return False
-    return True if options.plane == "POLE" else chain.rest_toward
+    return True if spec.plane == "POLE" else chain.rest_toward
 
 
 @dataclass
@@ -278,7 +331,7 @@ class ChainSolve:
     solution: object  # the solver's ThreeLinkSolution, in armature space
 
 
-def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, carry_plane=True):
+def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True):
     """Solve N samples at once.
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
@@ -293,24 +346,24 @@ def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, c
     if np.any(np.abs(scale - 1.0) > _SCALE_TOLERANCE):
         for name in chain.names[1:]:
             if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
-                raise RigError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
+                raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
                                "Inherit Scale to Full, or unscale the parent")
     base_rotation = base[:, :3, :3] / scale[:, None, None]
     origin = base[:, :3, 3]
     lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)
-    column, sign = AXES[options.up_axis]
+    column, sign = AXES[spec.up_axis]
     up = sign * target[:, :3, column]
     rest_normal = base_rotation @ chain.rest_normals[0]
     fallback = rest_normal if fallback_normal is None else np.broadcast_to(fallback_normal, rest_normal.shape)
     plane_pole = None if pole is None else np.asarray(pole, dtype=np.float64)
-    toward = bend_toward(chain, options)
+    toward = bend_toward(chain, spec)
 
     def solve(fallback):
         try:
-            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=options.plane, pole=plane_pole,
+            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=spec.plane, pole=plane_pole,
                                     bend_toward=toward, fallback_normal=fallback)
         except SolverInputError as error:
-            raise RigError(str(error)) from None
+            raise ChainError(str(error)) from None
 
     solution = solve(fallback)
     if carry_plane and len(origin) > 1 and solution.degenerate.any() and not solution.degenerate.all():
@@ -324,8 +377,8 @@ def solve_chain(chain, base, target, options, pole=None, fallback_normal=None, c
     solved = frames(solution.directions, solution.normal[:, None, :])  # (N, 3, 3, 3)
     rest = frames(chain.links, chain.rest_normals)  # (3, 3, 3)
     orientation = solved @ np.swapaxes(rest, -1, -2)  # Q_i: bone i's armature-space rotation
-    if options.roll_axis != "NONE":
-        roll_column, roll_sign = AXES[options.roll_axis]
+    if spec.roll_axis != "NONE":
+        roll_column, roll_sign = AXES[spec.roll_axis]
         roll = roll_sign * target[:, :3, roll_column]
         ok = np.linalg.norm(_reject(_unit(roll), solution.directions[:, 2]), axis=-1) > 1e-6
         rolled = frames(solution.directions[:, 2], roll) @ BONE_FRAME.T
@@ -371,13 +424,6 @@ def pose_chain(chain, local_rotations):
         set_rotation(pose_bone, values[0])
 
 
-def pin_tip_bone(settings, names):
-    """An empty Tip Bone means "the active bone", which changes with every click: once a chain has been
-    solved, baked or set live, name its tip bone so it stays that chain."""
-    if not settings.tip_bone:
-        settings.tip_bone = names[2]
-
-
 def evaluate_now():
     """Bring evaluated matrices up to date: a script may have changed a pose or a transform since
     the last evaluation, and ``PoseBone.matrix`` and ``matrix_world`` would still show the old one."""
@@ -385,14 +431,105 @@ def evaluate_now():
     bpy.context.view_layer.update()
 
 
-def solve_current(armature, settings):
-    """Validate everything, then solve for the scene as last evaluated. Returns ``(chain, ChainSolve)``;
+def solve_current(chain, spec):
+    """Solve a validated chain for the scene as last evaluated. Returns a ChainSolve of one sample;
     changes nothing (pose it with :func:`pose_chain`). Outside a depsgraph handler, call
     :func:`evaluate_now` first."""
-    options = Options.from_settings(settings)
-    chain = read_chain(armature, settings.tip_bone)
-    target, pole = check_target(chain, settings.target, options, settings.pole)
-    fallback = current_normal(chain)
-    solve = solve_chain(chain, base_matrix(chain)[None], target[None], options,
-                        None if pole is None else pole[None, :3, 3], fallback)
-    return chain, solve
+    target, pole = check_target(chain, spec)
+    solve = solve_chain(chain, base_matrix(chain)[None], target[None], spec,
+                        None if pole is None else pole[None, :3, 3], current_normal(chain))
+    return solve
+
+
+def read_all(armature, specs):
+    """Read and validate each chain of ``specs``: a list of ``(spec, Chain)``; ChainError names the chain."""
+    read = []
+    for spec in specs:
+        try:
+            chain = read_chain(armature, spec.tip_bone)
+            check_target(chain, spec)
+        except ChainError as error:
+            raise error.for_chain(spec.label) from None
+        read.append((spec, chain))
+    return read
+
+
+def order(armature, read, errors=None):
+    """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
+    another chain's bones (a finger chain under an arm chain), or whose target or pole does, comes in a
+    later level, so it is solved on the pose the other one gets.
+
+    Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
+    ``errors`` dict, those chains are left out instead and their messages go to ``errors[spec]``."""
+    def refuse(message, specs):
+        if errors is None:
+            raise ChainError(message)
+        for spec in specs:
+            errors[spec] = message
+
+    owner, kept = {}, []
+    for spec, chain in read:
+        shared = next((name for name in chain.names if name in owner), None)
+        if shared is not None:
+            other = owner[shared]
+            refuse(f"Chains '{other.label}' and '{spec.label}' share bone '{shared}'; a bone can belong to one "
+                   "chain only: change the tip bone of one of them", (other, spec))
+            kept = [(s, c) for s, c in kept if s is not other]
+            continue
+        owner.update((name, spec) for name in chain.names)
+        kept.append((spec, chain))
+    if errors:
+        kept = [(spec, chain) for spec, chain in kept if spec not in errors]
+
+    # before[i]: the chains (indices into kept) that must be solved before chain i.
+    before = []
+    for spec, chain in kept:
+        needs = set()
+        goals = [(spec.target, spec.target_bone)] + ([(spec.pole, spec.pole_bone)] if spec.plane == "POLE" else [])
+        for index, (_, other) in enumerate(kept):
+            if other is chain:
+                continue
+            if _below(armature, chain.names[0], set(other.names)) is not None or any(
+                    obj is not None and moves_with_chain(other, obj, bone_name) is not None
+                    for obj, bone_name in goals):
+                needs.add(index)
+        before.append(needs)
+    levels, placed = [], set()
+    while len(placed) < len(kept):
+        level = [index for index in range(len(kept)) if index not in placed and before[index] <= placed]
+        if not level:
+            stuck = [kept[index][0] for index in range(len(kept)) if index not in placed]
+            names = ", ".join(f"'{spec.label}'" for spec in stuck)
+            refuse(f"Chains {names} hang from each other's bones or targets in a loop; none can be solved first",
+                   stuck)
+            break
+        placed.update(level)
+        levels.append([kept[index] for index in level])
+    return levels
+
+
+def prepare(armature, specs):
+    """Read, validate and order every chain of ``specs`` before anything changes (see :func:`order`)."""
+    return order(armature, read_all(armature, specs))
+
+
+def pose_error(chain, solution, index=0):
+    """How far the pose Blender evaluated is from a solve: (tip distance, last bone's angle), armature space."""
+    tip_bone = chain.pose_bones[2]
+    tip = np.array(tuple(tip_bone.tail))
+    direction = tip - np.array(tuple(tip_bone.head))
+    expected = solution.directions[index, 2]
+    angle = math.atan2(np.linalg.norm(np.cross(direction, expected)), float(np.dot(direction, expected)))
+    return float(np.linalg.norm(tip - solution.joints[index, 3])), angle
+
+
+def verify_pose(chain, solution, index=0):
+    """Refuse a pose Blender does not show as solved (something in the scene changes the result in a way
+    the add-on cannot follow). Call after the pose was evaluated."""
+    distance, angle = pose_error(chain, solution, index)
+    length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
+    scale = max(length, float(np.linalg.norm(solution.joints[index, 3])))
+    if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
+        raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
+                         f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
+                         "result in a way the add-on cannot follow; nothing was changed")
