@@ -162,8 +162,11 @@ def on_data_replaced(*_args):
 
 @persistent
 def on_load(*_args):
+    """A new file: move a 0.1 file's settings into its chain lists now, before anyone reads them."""
     on_data_replaced()
     runtime.forget()
+    with runtime.paused():
+        props.migrate_all()
 
 
 def live_changed(armature):

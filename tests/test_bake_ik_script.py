@@ -14,6 +14,7 @@ import pytest
 
 from rigs import add_empty, build_arm
 from test_bake import animate_target, check_replay, rotation_keys
+from test_chains import LIMBS, build_body, fk_goal, limb_length, select_tips, tip_error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
@@ -35,6 +36,45 @@ def _build(bpy, path, tip_bone="b3", seed=0, frame_end=60, armature_name="Arm"):
         blender_ik_addon.unregister()
 
 
+BODY_FRAMES = 12
+
+
+def _build_body(bpy, path):
+    """A body with a chain per limb (Chains from Selected) whose targets are keyed on every frame within reach."""
+    import blender_ik_addon
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    blender_ik_addon.register()
+    try:
+        obj = build_body(bpy)
+        select_tips(bpy, obj, LIMBS)
+        bpy.ops.blender_ik.chains_from_selected()
+        rng = np.random.default_rng(11)
+        for frame in range(1, BODY_FRAMES + 1):
+            for chain in obj.blender_ik.chains:
+                chain.target.matrix_world = fk_goal(bpy, obj, chain.tip_bone, rng)
+                chain.target.keyframe_insert("location", frame=frame)
+                chain.target.keyframe_insert("rotation_euler", frame=frame)
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, BODY_FRAMES
+        bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    finally:
+        blender_ik_addon.unregister()
+
+
+def replay_body(bpy, path, tips):
+    """Open a baked body and check, frame by frame, the named limbs' tips on their targets, the others unkeyed."""
+    from blender_ik_addon import keys
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    obj = bpy.data.objects["Body"]
+    keyed = {curve.data_path.split('"')[1] for curve in keys.object_fcurves(obj)}
+    assert keyed == {name for tip in tips for name in LIMBS[tip]}
+    for frame in range(1, BODY_FRAMES + 1):
+        bpy.context.scene.frame_set(frame)
+        for tip in tips:
+            distance, angle = tip_error(bpy, obj, tip, bpy.data.objects[f"{tip}_target"])
+            assert distance < 1e-5 * limb_length(obj, tip) and angle < 2e-5, (frame, tip)
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     """The input files, made once: two rigs, a file without the armature, and a text file named .blend."""
@@ -44,6 +84,7 @@ def sources(tmp_path_factory):
     _build(bpy, folder / "walk.blend")  # tip bone set in the file, scene range 1-60
     _build(bpy, folder / "reach.blend", tip_bone="", seed=1, frame_end=40)  # no tip bone set
     _build(bpy, folder / "other_rig.blend", armature_name="Rig")
+    _build_body(bpy, folder / "body.blend")
     (folder / "notes.blend").write_text("not a blend file\n")
     bpy.ops.wm.read_factory_settings(use_empty=True)
     return folder
@@ -150,7 +191,25 @@ def test_one_bad_input_does_not_stop_the_others(work):
     assert [record["ok"] for record in report["files"]] == [True, False, True]
 
 
+@pytest.mark.parametrize("picked", [(), ("hand.L", "foot.R")])
+def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
+    chosen = [argument for tip in picked for argument in ("--chain", tip)]
+    done = work.run("body.blend", *chosen, "--report", "../report.json")
+    assert done.returncode == 0, done.stderr
+    tips = picked or tuple(LIMBS)
+    assert f"Baked {BODY_FRAMES} frames (1-{BODY_FRAMES})" + (f" × {len(tips)} chains" if len(tips) > 1 else "") \
+        in done.stdout
+    record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
+    assert sorted(chain["chain"] for chain in record["chains"]) == sorted(tips)
+    assert all(chain["armature"] == "Body" and chain["frames"] == BODY_FRAMES for chain in record["chains"])
+    replay_body(blender, work.folder / "body_baked.blend", tips)
+
+
 @pytest.mark.parametrize("arguments, message", [
+    (["body.blend", "--chain", "tail"], "no chain named 'tail' (chains: foot.L, foot.R, hand.L, hand.R)"),
+    (["body.blend", "--tip-bone", "hand.L"], "--tip-bone and --up-axis describe a chain together with --target"),
+    (["walk.blend", "--target", "Target"], "--target describes one chain: give its --armature too"),
+    (["other_rig.blend"], "other_rig.blend: armature 'Rig': Chain 'b3': Set the target"),
     (["walk.blend", "--armature", "Rig", "--target", "Target"], "no armature named 'Rig' (armatures: Arm)"),
     (["walk.blend", "--armature", "Arm", "--target", "Goal"], "no target object named 'Goal'"),
     (["gone.blend", "--armature", "Arm", "--target", "Target"], "gone.blend: no such file"),
