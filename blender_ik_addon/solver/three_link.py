@@ -9,15 +9,22 @@ the last link must point along:
    target (seeds/README.md), so here the plane is built directly: its in-plane axes are
    ``a = (P_T - O)/|P_T - O|`` and ``b`` ⟂ ``a``, the side the middle joint goes to, with normal
    ``n = a × b``. ``'TARGET'``: ``b`` is ``û``'s part perpendicular to ``a`` (so ``û`` lies in the plane
-   and all three links are coplanar); ``'POLE'``: the same with ``pole - O``. ``bend_toward=False``
-   flips ``b`` (the middle joint goes to the other side).
+   and all three links are coplanar); ``'POLE'``: the same with ``pole - O``; ``'NORMAL'`` (a plane that
+   follows the body): ``n`` is the given ``normal`` (the rest bend-plane normal carried by the chain's
+   parent) made perpendicular to ``a``, and ``b = n × a``, so the carried normal keeps its orientation.
+   ``bend_toward=False`` flips ``b`` (the middle joint goes to the other side; ``n`` flips with it).
 3. Seed 001 in that plane with the target at ``(|P_T - O|, 0)``: ``θ0`` from ``a`` toward ``b``, the
    elbow's exterior angle ``θ1``; the closest pose when out of reach.
 4. The wrist angle ``θ2`` is the turn from link 2 to ``û``, in the same sense as ``θ1``.
 
-When the plane is undefined (``û`` or the pole along the base→wrist line, or the wrist on the base)
-the caller's ``fallback_normal`` (the previous sample's ``normal``, or the rest pose's) is used, made
-perpendicular to ``a``; the answer is always finite. For display, ``yaw`` is the azimuth of ``a``
+When the plane is undefined (``û``, the pole or the carried normal along the base→wrist line or zero, or the
+wrist on the base) the caller's ``fallback_normal`` (the previous sample's ``normal``, or the rest
+pose's) is used, made perpendicular to ``a``; the answer is always finite. Near those directions the
+plane is defined but ill-conditioned: within an angle ``δ`` of the line, a change ``ε`` in the wrist's
+direction turns the plane by up to ``ε/δ``, so sampling noise or a target passing close by spins the
+middle joint about the line. ``singular_tolerance=δ`` counts such samples as undefined too (fallback
+used, ``degenerate`` set), so a caller that passes the previous sample's plane as the fallback holds
+the plane through the cone instead of following the spin. For display, ``yaw`` is the azimuth of ``a``
 about +Z (from +X toward +Y), ``elevation`` its angle above the XY plane and ``roll`` (``β``) the turn
 about ``a`` from the vertical plane through ``a`` to the bend plane.
 """
@@ -32,10 +39,11 @@ from ._validate import as_float_array
 from .errors import SolverInputError
 from .two_bone import two_bone_core
 
-PLANES = ("TARGET", "POLE")
+PLANES = ("TARGET", "POLE", "NORMAL")
 # |P_T - O| at or below this fraction of the chain's size counts as "the wrist is on the base".
 _AXIS_TOLERANCE = 1e-12
-# A reference (û or the pole) within this angle-ish of the base→wrist line leaves the plane undefined.
+# A reference (û, the pole, the carried normal) within this angle (radians; its sine, really) of the
+# base→wrist line leaves the plane undefined, whatever the caller's singular_tolerance.
 _PLANE_TOLERANCE = 1e-9
 # Samples per pass in a batch: each temporary array stays in the CPU cache.
 _CHUNK = 4096
@@ -58,8 +66,15 @@ class ThreeLinkSolution(NamedTuple):
     roll: np.ndarray  # β
 
 
-def _core(ops, base, l1, l2, l3, target, up, reference, sign, fallback):
-    """The solve, on component tuples (see _ops). ``sign`` is +1 toward the reference, -1 away."""
+def _core(ops, base, l1, l2, l3, target, up, reference, sign, fallback, carried=False,
+          plane_tolerance=_PLANE_TOLERANCE):
+    """The solve, on component tuples (see _ops). ``sign`` is +1 toward the reference, -1 away.
+
+    ``reference`` is a vector whose part perpendicular to ``a`` gives the side ``b``, or with
+    ``carried`` a normal ``N``: then ``b ∥ N × a`` (that is ``reject(N, a) × a``), so ``n = a × b``
+    is ``N`` made perpendicular to ``a``. Either way the plane is undefined where the reference is
+    within ``plane_tolerance`` (a sine) of the line.
+    """
     wrist_target = combine(target, 1.0, up, -l3)
     base_to_wrist = sub(wrist_target, base)
     distance = norm(ops, base_to_wrist)
@@ -71,8 +86,8 @@ def _core(ops, base, l1, l2, l3, target, up, reference, sign, fallback):
         lambda: normalize_or(ops, reject(up, fallback), lambda: _ops.any_perpendicular(ops, fallback))[0],
         size, _AXIS_TOLERANCE)
 
-    side, has_side = normalize_or(ops, reject(reference, axis), lambda: (0.0, 0.0, 0.0), norm(ops, reference),
-                                  _PLANE_TOLERANCE)
+    side, has_side = normalize_or(ops, cross(reference, axis) if carried else reject(reference, axis),
+                                  lambda: (0.0, 0.0, 0.0), norm(ops, reference), plane_tolerance)
     has_plane = has_side & has_axis
     normal = _ops.choose(
         ops, has_plane, cross(axis, scale(side, sign)),
@@ -103,6 +118,17 @@ def _core(ops, base, l1, l2, l3, target, up, reference, sign, fallback):
     return (link1, link2, up), (base, elbow, wrist, tip), normal, reachable, miss, ops.logical_not(has_plane), angles
 
 
+def _plane_tolerance(singular_tolerance):
+    """The sine threshold for ``_core`` from the caller's angle, checked."""
+    try:
+        angle = float(singular_tolerance)
+    except (TypeError, ValueError):
+        raise SolverInputError(f"singular_tolerance must be an angle in radians, not {singular_tolerance!r}") from None
+    if not 0.0 <= angle <= math.pi / 2:
+        raise SolverInputError(f"singular_tolerance must be between 0 and pi/2 radians (got {angle:g})")
+    return max(math.sin(angle), _PLANE_TOLERANCE)
+
+
 def _check(lengths_finite, lengths_min, points_finite, up_length, fallback_length):
     """The shared verdict on validated quantities (floats or numpy reductions)."""
     if not lengths_finite:
@@ -118,23 +144,32 @@ def _check(lengths_finite, lengths_min, points_finite, up_length, fallback_lengt
         raise SolverInputError("the fallback normal is zero")
 
 
-def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, bend_toward=True,
-                     fallback_normal=(1.0, 0.0, 0.0)):
+def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, normal=None, bend_toward=True,
+                     fallback_normal=(1.0, 0.0, 0.0), singular_tolerance=0.0):
     """Solve a three-link chain so its tip reaches ``target`` and its last link points along ``up``.
 
-    ``base``, ``target``, ``up``, ``pole`` and ``fallback_normal`` are points/vectors of shape
-    ``(..., 3)``; ``lengths`` is ``(..., 3)`` (``l1, l2, l3``); ``bend_toward`` is a bool (or array):
-    the middle joint goes to the side of the base→wrist line that ``up`` (``'TARGET'``) or the pole
-    (``'POLE'``) is on, or the other side. Everything broadcasts over the leading dimensions. ``up``
-    need not be unit length. Raises :class:`SolverInputError` on invalid input.
+    ``base``, ``target``, ``up``, ``pole``, ``normal`` and ``fallback_normal`` are points/vectors of
+    shape ``(..., 3)``; ``lengths`` is ``(..., 3)`` (``l1, l2, l3``); ``bend_toward`` is a bool (or
+    array): the middle joint goes to the side of the base→wrist line that ``up`` (``'TARGET'``) or the
+    pole (``'POLE'``) is on, or for ``'NORMAL'`` to the side ``n × a`` (``n``: the carried hinge normal
+    ``normal`` made perpendicular to the base→wrist axis ``a``); with False, to the other side.
+    ``singular_tolerance`` (radians): a plane reference within this angle of the base→wrist line counts
+    as undefined, so ``fallback_normal`` is used and ``degenerate`` set (see the module's docstring).
+    Everything broadcasts over the leading dimensions. ``up`` need not be unit length, nor ``normal``.
+    Raises :class:`SolverInputError` on invalid input.
     """
     if plane not in PLANES:
         raise SolverInputError(f"plane must be one of {PLANES}, not {plane!r}")
     if plane == "POLE" and pole is None:
         raise SolverInputError("plane 'POLE' needs a pole point")
+    if plane == "NORMAL" and normal is None:
+        raise SolverInputError("plane 'NORMAL' needs a normal (the carried hinge normal)")
+    tolerance = _plane_tolerance(singular_tolerance)
     points = {"base": base, "target": target, "up vector": up, "fallback normal": fallback_normal}
     if plane == "POLE":
         points["pole"] = pole
+    if plane == "NORMAL":
+        points["normal"] = normal
     points = {name: as_float_array(value, name) for name, value in points.items()}
     lengths = as_float_array(lengths, "lengths")
     for name, array in list(points.items()) + [("lengths", lengths)]:
@@ -143,11 +178,20 @@ def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, be
     bend = np.asarray(bend_toward, dtype=bool)
     batch = np.broadcast_shapes(bend.shape, lengths.shape[:-1], *(array.shape[:-1] for array in points.values()))
     if batch == ():
-        return _solve_single(plane, lengths, points, bool(bend))
-    return _solve_batch(plane, lengths, points, bend, batch)
+        return _solve_single(plane, lengths, points, bool(bend), tolerance)
+    return _solve_batch(plane, lengths, points, bend, batch, tolerance)
 
 
-def _solve_single(plane, lengths, points, bend):
+def _reference(plane, rows, base, up):
+    """The plane's reference vector for ``_core``, and whether it is a carried normal."""
+    if plane == "POLE":
+        return sub(rows["pole"], base), False
+    if plane == "NORMAL":
+        return rows["normal"], True
+    return up, False
+
+
+def _solve_single(plane, lengths, points, bend, tolerance):
     """One sample: plain floats through the same math (see _ops)."""
     l1, l2, l3 = lengths.tolist()
     vectors = {name: tuple(array.tolist()) for name, array in points.items()}
@@ -157,21 +201,21 @@ def _solve_single(plane, lengths, points, bend):
            {name: all(map(math.isfinite, vector)) for name, vector in vectors.items()}, up_length, fallback_length)
     base = vectors["base"]
     up = scale(up, 1.0 / up_length)
-    reference = sub(vectors["pole"], base) if plane == "POLE" else up
+    reference, carried = _reference(plane, vectors, base, up)
     links, joints, normal, reachable, miss, degenerate, angles = _core(
         _ops.FLOAT, base, l1, l2, l3, vectors["target"], up, reference, 1.0 if bend else -1.0,
-        scale(fallback, 1.0 / fallback_length))
+        scale(fallback, 1.0 / fallback_length), carried, tolerance)
     return ThreeLinkSolution(
         np.array(links), np.array(joints), np.array(normal), np.bool_(reachable), np.float64(miss),
         np.bool_(degenerate), *map(np.float64, angles))
 
 
-def _solve_batch(plane, lengths, points, bend, batch):
+def _solve_batch(plane, lengths, points, bend, batch, tolerance):
     """A batch, in chunks that stay in the CPU cache: each chunk's inputs are copied into contiguous
     component rows, solved, and written straight into the outputs (whole-batch temporaries would each
     be a fresh, page-faulting allocation, and whole-batch transposes memory-bound copies)."""
     count = math.prod(batch)
-    names = ["base", "target", "up vector", "fallback normal"] + (["pole"] if plane == "POLE" else [])
+    names = ["base", "target", "up vector", "fallback normal"] + {"POLE": ["pole"], "NORMAL": ["normal"]}.get(plane, [])
     flat = {name: np.broadcast_to(points[name], batch + (3,)).reshape(count, 3) for name in names}
     flat["lengths"] = np.broadcast_to(lengths, batch + (3,)).reshape(count, 3)
     _check(bool(np.isfinite(flat["lengths"]).all()), flat["lengths"].min(initial=0.0),
@@ -190,9 +234,10 @@ def _solve_batch(plane, lengths, points, bend, batch):
         _check(True, 0.0, {}, up_length.min(), fallback_length.min())
         up, fallback = scale(up, 1.0 / up_length), scale(fallback, 1.0 / fallback_length)
         base = rows["base"]
-        reference = sub(rows["pole"], base) if plane == "POLE" else up
+        reference, carried = _reference(plane, rows, base, up)
         links, chain_joints, normal, reachable, miss, degenerate, angles = _core(
-            _ops.NUMPY, base, *rows["lengths"], rows["target"], up, reference, sign[part], fallback)
+            _ops.NUMPY, base, *rows["lengths"], rows["target"], up, reference, sign[part], fallback, carried,
+            tolerance)
         for axis in range(3):
             for index, vector in enumerate(links):
                 directions[part, index, axis] = vector[axis]
