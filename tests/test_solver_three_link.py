@@ -198,6 +198,10 @@ def test_degenerate_planes_use_the_fallback_and_stay_finite():
     # The wrist on the base (target one l3 along û from it): folded, on target, finite.
     on_base = solve_three_link(base, lengths, [0.5, 0.0, 0.0], up, fallback_normal=fallback)
     assert on_base.degenerate and on_base.reachable and on_base.miss < 1e-12
+    # The wrist on the base with û along a short fallback: any line perpendicular to it.
+    nowhere = solve_three_link(base, lengths, [0.5, 0.0, 0.0], up, fallback_normal=[0.25, 0.0, 0.0])
+    assert nowhere.degenerate and nowhere.reachable and nowhere.miss < 1e-12
+    np.testing.assert_allclose(nowhere.normal, [1.0, 0.0, 0.0], atol=1e-12)
     # Pole on the line.
     pole = solve_three_link(base, lengths, [1.0, 1.0, 0.0], [0, 0, 1.0], plane="POLE", pole=[2, 2, -1.0],
                             fallback_normal=fallback)
@@ -214,7 +218,7 @@ def test_degenerate_planes_use_the_fallback_and_stay_finite():
     # Unequal lengths with the wrist on the base: out of reach, closest pose, finite.
     short = solve_three_link(base, [1.0, 0.4, 0.5], [0.0, 0.0, 0.5], [0, 0, 1.0])
     assert not short.reachable and short.miss == pytest.approx(0.6)
-    for solution in [along, worst, on_base, pole, short] + carried:
+    for solution in [along, worst, on_base, nowhere, pole, short] + carried:
         for field in solution:
             assert np.all(np.isfinite(field))
 
@@ -264,6 +268,7 @@ def test_batch_equals_single_calls_and_broadcasts(problem, mode):
     (dict(plane="SIDE"), "plane must be one of"),
     (dict(plane="POLE"), "needs a pole"),
     (dict(plane="POLE", pole=[0, 0, float("nan")]), "pole must be finite"),
+    (dict(fallback_normal=[0.0, 0.0, 0.0]), "fallback normal is zero"),
     (dict(plane="NORMAL"), "needs a normal"),
     (dict(plane="NORMAL", normal=[0, float("nan"), 0]), "normal must be finite"),
     (dict(plane="NORMAL", normal=[1.0, 1.0]), "3 components"),
