@@ -1,11 +1,13 @@
 """Seed 001's two-bone solve: forward kinematics back onto the target, the reach flag, bend side,
-closest pose out of reach, every quadrant, zero-length bones, the origin, broadcasting."""
+closest pose out of reach, every quadrant, zero-length bones, the origin, broadcasting; the 3D solve's
+shortcut for a target on the x axis."""
 import math
 
 import numpy as np
 import pytest
 
-from blender_ik_addon.solver import SolverInputError, solve_two_bone
+from blender_ik_addon.solver import SolverInputError, _ops, solve_two_bone
+from blender_ik_addon.solver.two_bone import hinge_core, two_bone_core
 
 RNG_SEED = 20261121
 
@@ -143,3 +145,22 @@ def test_invalid_input_raises_the_solvers_own_value_error(arguments, message):
     with pytest.raises(SolverInputError, match=message) as error:
         solve_two_bone(*arguments)
     assert isinstance(error.value, ValueError)
+
+
+def test_hinge_core_is_the_two_bone_solve_with_the_target_on_the_x_axis():
+    """The 3D solve's shortcut (y = 0, middle joint on +y) against the general solve, every case mixed in:
+    reachable, too far, too close, zero-length bones, the target on the origin."""
+    rng = np.random.default_rng(13)
+    n = 20000
+    l1, l2 = rng.uniform(0.0, 2.0, (2, n))
+    l1[::17], l2[::19] = 0.0, 0.0
+    distance = rng.uniform(0.0, 4.5, n)
+    distance[::23] = 0.0
+    general = two_bone_core(_ops.NUMPY, l1, l2, distance, np.zeros(n), -1.0)
+    special = hinge_core(_ops.NUMPY, l1, l2, distance, distance * distance)
+    np.testing.assert_allclose(special[0], general[0], atol=1e-12)
+    np.testing.assert_allclose(special[1], -general[1], atol=1e-12)
+    np.testing.assert_array_equal(special[2], general[2])
+    for got, want in zip(special[3] + special[4], general[3] + general[4]):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    assert special[2].sum() > n // 5 and (~special[2]).sum() > n // 5

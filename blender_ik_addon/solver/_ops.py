@@ -97,7 +97,7 @@ def choose(ops, ok, value, make_fallback):
 
 def reject(a, unit):
     """The part of ``a`` perpendicular to the unit vector ``unit``."""
-    return combine(a, 1.0, unit, -dot(a, unit))
+    return sub(a, scale(unit, dot(a, unit)))
 
 
 def any_perpendicular(ops, unit):
@@ -108,14 +108,16 @@ def any_perpendicular(ops, unit):
     return scale(candidate, 1.0 / norm(ops, candidate))
 
 
-def normalize_or(ops, a, make_fallback, relative_to=1.0, tolerance=1e-9):
+def normalize_or(ops, a, make_fallback, relative_to=1.0, tolerance=1e-9, length=None):
     """``a / |a|``, or the unit vector ``make_fallback()`` where ``|a| <= tolerance·relative_to``.
 
-    Returns ``(unit, ok)``; ``ok`` is False where the fallback was taken.
+    Returns ``(unit, ok)``; ``ok`` is False where the fallback was taken. ``length``: ``|a|``, when
+    the caller has it already.
     """
-    length = norm(ops, a)
+    if length is None:
+        length = norm(ops, a)
     ok = length > tolerance * relative_to
     if ops.all_true(ok):
-        return scale(a, 1.0 / length), ok
+        return (a[0] / length, a[1] / length, a[2] / length), ok
     safe = ops.where(ok, length, 1.0)
     return select(ops, ok, scale(a, 1.0 / safe), make_fallback()), ok

@@ -57,6 +57,37 @@ def two_bone_core(ops, l1, l2, x, y, sign):
     return angle1, angle2, reachable, (cos1, sin1), (cos2, sin2)
 
 
+def hinge_core(ops, l1, l2, distance, distance_squared):
+    """``two_bone_core`` for a target on +x at ``distance`` (≥ 0) with the middle joint on +y (sign -1),
+    the 3D solve's case: the same formulas with ``y = 0``, without the terms that vanish.
+
+    Returns ``(angle1, exterior, reachable, (cos1, sin1), (cos2, sin2))`` with ``exterior = -angle2 =
+    acos(cos2) ≥ 0``; ``distance_squared`` is the caller's (it has it before the square root).
+    """
+    total = l1 + l2
+    slack = REACH_TOLERANCE * total
+    reachable = (distance <= total + slack) & (distance >= ops.abs(l1 - l2) - slack)
+
+    denominator = 2.0 * l1 * l2
+    has_hinge = denominator > _ZERO_PRODUCT * total * total
+    safe_denominator = ops.where(has_hinge, denominator, 1.0)
+    cos2 = _ops.clip(ops, (distance_squared - l1 * l1 - l2 * l2) / safe_denominator, -1.0, 1.0)
+    cos2 = ops.where(has_hinge, cos2, 1.0)
+    exterior = ops.acos(cos2)
+    bend = ops.sqrt(1.0 - cos2 * cos2)  # -sin2
+
+    # along = x·adjacent + y·opposite, across = y·adjacent - x·opposite, with y = 0 and opposite = -l2·bend.
+    along = distance * (l1 + l2 * cos2)
+    across = distance * (l2 * bend)
+    angle1 = ops.atan2(across, along)
+    radius = ops.sqrt(along * along + across * across)
+    has_direction = radius > 0.0
+    safe_radius = ops.where(has_direction, radius, 1.0)
+    cos1 = ops.where(has_direction, along / safe_radius, 1.0)
+    sin1 = across / safe_radius
+    return angle1, exterior, reachable, (cos1, sin1), (cos2, -bend)
+
+
 def solve_two_bone(l1, l2, x, y, bend_positive=True):
     """Angles that put the end of a two-bone chain at ``(x, y)``, or as close as it gets.
 
