@@ -22,10 +22,14 @@ from .report import compact_frames
 from .solver import SolverInputError, solve_three_link
 
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
-_SCALE_TOLERANCE = 1e-5
+# Blender stores rest and pose matrices in float32 and its own ones carry non-orthonormal noise of a few 1e-5.
+_SCALE_TOLERANCE = 2e-4
 # The self-check after posing: Blender stores poses in float32, so allow a few ulps of the chain's size.
 POSE_TOLERANCE = 1e-4
 ANGLE_TOLERANCE = 1e-3
+# "PARENT": within this angle of the carried hinge axis the plane would spin (it turns up to 1/sin δ as fast
+# as the wrist direction); there the previous sample's plane is kept instead.
+PARENT_SINGULAR_TOLERANCE = math.radians(5.0)
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
 BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
 
@@ -52,7 +56,7 @@ class ChainSpec:
     target: object = None  # an Object
     target_bone: str = ""  # when the target is an armature: one of its bones (its head and axes)
     up_axis: str = "Z"  # the target's axis the last bone points along
-    plane: str = "TARGET"  # "TARGET" or "POLE"
+    plane: str = "PARENT"  # "PARENT" (follows the parent bone), "TARGET" (seed 000's roll) or "POLE"
     pole: object = None  # an Object, for plane "POLE"
     pole_bone: str = ""  # when the pole is an armature: one of its bones (its head)
     bend: str = "REST"  # "REST", "TOWARD" or "AWAY"
@@ -318,6 +322,8 @@ def current_normal(chain):
 
 
 def bend_toward(chain, spec):
+    """The solver's ``bend_toward`` for "TARGET" and "POLE" (toward the up axis or the pole); see
+    :func:`solve_chain` for "PARENT"."""
     if spec.bend == "TOWARD":
         return True
     if spec.bend == "AWAY":
@@ -356,12 +362,25 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     rest_normal = base_rotation @ chain.rest_normals[0]
     fallback = rest_normal if fallback_normal is None else np.broadcast_to(fallback_normal, rest_normal.shape)
     plane_pole = None if pole is None else np.asarray(pole, dtype=np.float64)
-    toward = bend_toward(chain, spec)
+    plane, extra = spec.plane, {}
+    if plane == "PARENT":
+        # The rest hinge axis, carried by the parent's pose: the knee turns with the hips, and the foot's
+        # direction never flips it. "REST" keeps the rest side (the normal's orientation); "TOWARD" and
+        # "AWAY" pick, per sample, the side of that plane the up axis is on, or the other.
+        plane, extra = "NORMAL", {"normal": rest_normal, "singular_tolerance": PARENT_SINGULAR_TOLERANCE}
+        if spec.bend == "REST":
+            toward = True
+        else:
+            wrist_axis = target[:, :3, 3] - lengths[:, 2:] * _unit(up) - origin
+            up_side = np.einsum("...i,...i->...", np.cross(rest_normal, wrist_axis), up) >= 0.0
+            toward = up_side if spec.bend == "TOWARD" else ~up_side
+    else:
+        toward = bend_toward(chain, spec)
 
     def solve(fallback):
         try:
-            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=spec.plane, pole=plane_pole,
-                                    bend_toward=toward, fallback_normal=fallback)
+            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=plane, pole=plane_pole,
+                                    bend_toward=toward, fallback_normal=fallback, **extra)
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 

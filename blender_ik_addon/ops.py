@@ -6,7 +6,7 @@ import numpy as np
 from mathutils import Matrix
 
 from . import bake, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, chain_names, evaluate_now, pose_chain, prepare, read_chain,
+from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, evaluate_now, pose_chain, prepare, read_chain,
                     rotation_values, set_rotation, solve_current, verify_pose)
 from .report import distance_text
 
@@ -390,6 +390,56 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def pole_offset(chain, heads, length):
+    """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
+    from the base→wrist line to about the chain's length (for a straight chain, toward the side the rest
+    bend would take it)."""
+    axis = heads[2] - heads[0]
+    axis_length = np.linalg.norm(axis)
+    axis = axis / axis_length if axis_length > 1e-9 * length else np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
+    middle = heads[1] - heads[0]
+    side = middle - axis * np.dot(middle, axis)
+    if np.linalg.norm(side) <= 1e-6 * length:  # straight: the side the rest bend-plane normal gives
+        base_rotation = base_matrix(chain)[:3, :3]
+        normal = base_rotation @ chain.rest_normals[0]
+        side = np.cross(normal, axis)
+    side /= np.linalg.norm(side)
+    return axis * np.dot(middle, axis) + side * length
+
+
+class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
+    """Put the active chain's pole where its middle joint is now, pushed out from the base-wrist line by about
+    the chain's length, and switch the chain to Pole mode, so that switching does not move the chain"""
+
+    bl_idname = "blender_ik.place_pole"
+    bl_label = "Place Pole"
+
+    def run(self, context, armature):
+        evaluate_now()
+        chain_settings = armature.blender_ik.active_chain
+        if chain_settings is None:
+            raise ChainError("There is no chain to place a pole for")
+        chain = read_chain(armature, chain_settings.tip_bone)
+        heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
+        world = np.array(armature.matrix_world)
+        length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
+        pole_point = heads[0] + pole_offset(chain, heads, length)
+        matrix = Matrix.Translation(tuple(world[:3, :3] @ pole_point + world[:3, 3]))
+        pole = chain_settings.pole
+        if pole is None or chain_settings.pole_bone or pole == armature:
+            size = length * armature.matrix_world.median_scale * 0.1
+            pole = new_empty(context, f"{chain.names[2]}_pole", matrix, size, "SPHERE")
+        else:  # move the existing pole object, keeping its rotation and scale
+            moved = pole.matrix_world.copy()
+            moved.translation = matrix.translation
+            pole.matrix_world = moved
+        chain_settings.pole, chain_settings.pole_bone, chain_settings.plane = pole, "", "POLE"
+        if chain_settings.bend == "AWAY":  # the pole sits on the middle joint's side now
+            chain_settings.bend = "TOWARD"
+        self.report({"INFO"}, f"Placed pole '{pole.name}' for chain '{chain_settings.name}'; it bends toward it now")
+        return {"FINISHED"}
+
+
 def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
              progress=None, names=None, specs=None):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
@@ -470,7 +520,7 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
 
 classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake, BLENDER_IK_OT_chain_add,
            BLENDER_IK_OT_chain_remove, BLENDER_IK_OT_chain_move, BLENDER_IK_OT_chains_from_selected,
-           BLENDER_IK_OT_chain_mirror)
+           BLENDER_IK_OT_chain_mirror, BLENDER_IK_OT_place_pole)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -17,13 +17,19 @@ AXIS_ITEMS = [
     ("-Y", "-Y", "The target's local -Y axis"),
     ("-Z", "-Z", "The target's local -Z axis"),
 ]
+# Explicit numbers: files store the number, and PARENT came after TARGET and POLE.
 PLANE_ITEMS = [
+    ("PARENT", "Follow Parent", "The rest bend plane, carried by the chain's parent bone: hips turn, knees turn "
+                                "with them, and the foot's direction never flips the knee", 2),
     ("TARGET", "Target Axis", "The bend plane contains the target's up axis: all three bones in one plane "
-                              "(seed 000's roll)"),
-    ("POLE", "Pole", "The bend plane goes through a pole object or bone; the last bone still follows the up axis"),
+                              "(seed 000's roll)", 0),
+    ("POLE", "Pole", "The bend plane goes through a pole object or bone; the last bone still follows the up axis",
+     1),
 ]
 BEND_ITEMS = [
-    ("REST", "As Rest Pose", "Bend to the side the chain bends to in its rest pose (toward the pole in Pole mode)"),
+    ("REST", "As Rest Pose", "Bend to the side the chain bends to in its rest pose (Follow Parent: that side of "
+                             "the carried plane; Target Axis: relative to where the last bone points; Pole: toward "
+                             "the pole)"),
     ("TOWARD", "Toward", "The middle joint goes to the side the up axis (or the pole) is on"),
     ("AWAY", "Away", "The middle joint goes to the other side"),
 ]
@@ -71,7 +77,7 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
                     "give the up axis (a control bone of this armature, or of another)")
     up_axis: EnumProperty(override=_OVERRIDABLE, name="Up Axis", items=AXIS_ITEMS, default="Z",
                           description="The target's axis that the last bone points along")
-    plane: EnumProperty(override=_OVERRIDABLE, name="Bend Plane", default="TARGET", items=PLANE_ITEMS,
+    plane: EnumProperty(override=_OVERRIDABLE, name="Bend Plane", default="PARENT", items=PLANE_ITEMS,
                         description="How the plane the chain bends in is chosen")
     pole: PointerProperty(override=_OVERRIDABLE, name="Pole", type=bpy.types.Object,
                           description="The object the middle joint points toward (Pole bend plane)")
@@ -131,7 +137,7 @@ class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
     target = _shorthand("target", None)
     target_bone = _shorthand("target_bone", "")
     up_axis = _shorthand("up_axis", "Z")
-    plane = _shorthand("plane", "TARGET")
+    plane = _shorthand("plane", "PARENT")
     pole = _shorthand("pole", None)
     pole_bone = _shorthand("pole_bone", "")
     bend = _shorthand("bend", "REST")

@@ -80,6 +80,7 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
         layout.prop(chain_settings, "plane")
         if chain_settings.plane == "POLE":
             _goal(layout, chain_settings, "pole")
+        layout.operator("blender_ik.place_pole", icon="PIVOT_CURSOR")
         layout.prop(chain_settings, "bend")
         layout.prop(chain_settings, "roll_axis")
         row = layout.row(align=True)

@@ -208,6 +208,7 @@ def test_add_target_round_trips(blender, up_axis, roll_axis):
     obj = build_arm(rolls=(0.3, 0.3, 0.3), modes=("QUATERNION", "XYZ", "AXIS_ANGLE"))
     bpy.context.view_layer.objects.active = obj
     obj.blender_ik.tip_bone = "b3"
+    obj.blender_ik.plane = "TARGET"  # a planar chain keeps its plane: the target axis is in it
     obj.blender_ik.up_axis = up_axis
     if roll_axis != "NONE" and roll_axis == up_axis.lstrip("-"):
         roll_axis = "Y"
