@@ -175,3 +175,94 @@ def animate_walk(armature, targets, frames, cycles=2):
             target.matrix_world = walk_matrix(rests[tip], armature.matrix_world @ first.head, phase + side, limb)
             target.keyframe_insert("location", frame=frame)
             target.keyframe_insert("rotation_euler", frame=frame)
+
+
+# -- Pictures: Cycles renders meshes, not bones or Empties -------------------------------------------------
+
+def material(name, srgb, roughness=0.5):
+    """A Principled material of an sRGB colour (0-1 channels)."""
+    mat = bpy.data.materials.new(name)
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in srgb] + [1.0]
+    mat.diffuse_color = linear  # the viewport's solid colour
+    if mat.node_tree is None:  # bpy < 5.0 makes materials without nodes
+        mat.use_nodes = True
+    bsdf = next(node for node in mat.node_tree.nodes if node.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = linear
+    bsdf.inputs["Roughness"].default_value = roughness
+    return mat
+
+
+def add_rod(bm, a, b, radius_a, radius_b=None, segments=16):
+    """A tapered rod (a cone) from point ``a`` to point ``b`` into the bmesh ``bm``."""
+    import bmesh
+
+    a, b = Vector(a), Vector(b)
+    matrix = Matrix.Translation((a + b) / 2.0) @ (b - a).to_track_quat("Z", "Y").to_matrix().to_4x4()
+    bmesh.ops.create_cone(bm, cap_ends=True, segments=segments, radius1=radius_a,
+                          radius2=radius_a if radius_b is None else radius_b, depth=(b - a).length, matrix=matrix)
+
+
+def add_ball(bm, center, radius, segments=16):
+    import bmesh
+
+    bmesh.ops.create_uvsphere(bm, u_segments=segments, v_segments=segments // 2, radius=radius,
+                              matrix=Matrix.Translation(Vector(center)))
+
+
+def mesh_object(name, build, mat, collection=None):
+    """A smooth-shaded mesh object made by ``build(bm)``, in ``collection`` (default: the scene's)."""
+    import bmesh
+
+    bm = bmesh.new()
+    build(bm)
+    for face in bm.faces:
+        face.smooth = True
+    mesh = bpy.data.meshes.new(name)
+    bm.to_mesh(mesh)
+    bm.free()
+    mesh.materials.append(mat)
+    obj = bpy.data.objects.new(name, mesh)
+    (collection or bpy.context.scene.collection).objects.link(obj)
+    return obj
+
+
+def set_sky(scene, srgb, strength=1.0):
+    """A plain-coloured world lighting ``scene``."""
+    world = bpy.data.worlds.new("Sky")
+    if world.node_tree is None:  # bpy < 5.0
+        world.use_nodes = True
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in srgb]
+    background = next(node for node in world.node_tree.nodes if node.type == "BACKGROUND")
+    background.inputs["Color"].default_value = linear + [1.0]
+    background.inputs["Strength"].default_value = strength
+    world.color = linear
+    scene.world = world
+
+
+def add_stage(scene, center=(0.0, 0.0, 0.0)):
+    """A floor around ``center`` (at Z 0), a sun and a pale sky."""
+    floor = mesh_object("Floor", lambda bm: add_rod(bm, (0, 0, -0.02), (0, 0, 0), 30.0, segments=64),
+                        material("Floor", (0.9, 0.89, 0.86), 0.9))
+    floor.location = (center[0], center[1], 0.0)
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    sun.data.energy = 3.5
+    sun.rotation_euler = (math.radians(40.0), 0.0, math.radians(-60.0))
+    scene.collection.objects.link(sun)
+    set_sky(scene, (0.91, 0.93, 0.96))
+
+
+def ortho_camera(scene, points, view, size, margin=1.15):
+    """An orthographic camera looking along ``view`` that frames ``points`` (world) in a picture of
+    ``size`` (width, height) pixels; made the scene's camera."""
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    camera.data.type = "ORTHO"
+    scene.collection.objects.link(camera)
+    scene.camera = camera
+    view = Vector(view).normalized()
+    camera.rotation_euler = (-view).to_track_quat("Z", "Y").to_euler()  # a camera looks along its -Z
+    right_up = np.array(camera.rotation_euler.to_matrix())[:, :2]
+    flat = np.array([tuple(point) for point in points]) @ right_up  # the points on the picture's plane
+    low, high = flat.min(0), flat.max(0)
+    camera.data.ortho_scale = margin * max(high[0] - low[0], (high[1] - low[1]) * size[0] / size[1])
+    camera.location = Vector(right_up @ ((low + high) / 2.0)) - 10.0 * view
+    return camera
