@@ -156,13 +156,13 @@ def run(bpy, args, sizes):
     except ChainError as error:
         raise UserError(f"the bake failed: {error}") from None
     frames = result.frames
-    error, angle = measure(scene, figure, targets, frames)
+    tip_error, angle_error = measure(scene, figure, targets, frames)
     scene.frame_set(1)
     try:
         with blender_quiet():
             bpy.ops.wm.save_as_mainfile(filepath=paths["demo_baked.blend"], copy=True)
-    except RuntimeError as err:
-        raise UserError(f"cannot write {paths['demo_baked.blend']}: {blender_message(err)}") from None
+    except RuntimeError as error:
+        raise UserError(f"cannot write {paths['demo_baked.blend']}: {blender_message(error)}") from None
 
     unreachable = {chain.bones[2]: set(chain.unreachable) for chain in result.chains}
     period = len(frames) / CYCLES  # six moments of the first cycle, two of them a hand at its farthest
@@ -170,7 +170,7 @@ def run(bpy, args, sizes):
     width, height, samples = sizes["scene"]
     build_picture(bpy, scenes, scene, figure, targets, shown, unreachable, (width, height))
     seconds = render(bpy, scene, paths["demo.png"], width, height, samples)
-    plot(paths["demo_plot.png"], sizes["plot"], frames, result.chains, error, angle)
+    plot(paths["demo_plot.png"], sizes["plot"], frames, result.chains, tip_error, angle_error)
 
     print(result.summary() + f", in {result.seconds * 1000:.1f} ms")
     print("Played back by Blender (in reach: tip to target; all frames: last bone to the target's Z):")
@@ -178,9 +178,11 @@ def run(bpy, args, sizes):
         tip = chain.bones[2]
         reached = ~np.isin(frames, chain.unreachable)
         line = (f"  {chain.name:7s} {int(reached.sum())} in reach, max tip error "
-                f"{error[tip][reached].max(initial=0.0) * 1e3:.2g} mm, max angle error {angle[tip].max() * 1e6:.2g} µrad")
+                f"{tip_error[tip][reached].max(initial=0.0) * 1e3:.2g} mm, "
+                f"max angle error {angle_error[tip].max() * 1e6:.2g} µrad")
         if chain.unreachable:
-            line += f"; {len(chain.unreachable)} out of reach, tip up to {error[tip][~reached].max() * 1e3:.0f} mm short"
+            line += (f"; {len(chain.unreachable)} out of reach, tip up to "
+                     f"{tip_error[tip][~reached].max() * 1e3:.0f} mm short")
         print(line)
     print(f"Rendered with Cycles on the CPU: picture {width}x{height} in {seconds:.1f} s; plot by matplotlib")
     for name, what in (("demo.png", f"the figure at frames {', '.join(map(str, shown))}"),

@@ -130,8 +130,8 @@ FIGURE_TIPS = ("hand.L", "hand.R", "foot.L", "foot.R")
 
 def build_figure(name="Figure"):
     """A simple human-like armature: hips > spine > chest > head, arms (chest >) shoulder > upper_arm >
-    forearm > hand and legs (hips >) pelvis > thigh > shin > foot on both sides (.L at +X, .R at -X, names ``bpy.utils.flip_name`` mirrors).
-    Returns the object, in Object mode."""
+    forearm > hand and legs (hips >) pelvis > thigh > shin > foot on both sides (.L at +X, .R at -X:
+    names ``bpy.utils.flip_name`` mirrors). Returns the object, in Object mode."""
     obj = new_armature(name)
     bones = {}
     mirrored = {bpy.utils.flip_name(bone): ((-h[0], h[1], h[2]), (-t[0], t[1], t[2]), parent and
