@@ -97,13 +97,11 @@ def build_picture(bpy, scenes, scene, figure, targets, shown, unreachable, size)
                  for b in figure.pose.bones]
         points += [point for head, tail, _ in bones for point in (head, tail)]
         for part in ("body", "in", "out"):
-            scenes.mesh_object(f"{part} at {frame}", lambda bm, part=part: [
-                (scenes.add_rod(bm, head, tail, 0.035, 0.02), scenes.add_ball(bm, head, 0.035))
-                for head, tail, kind in bones if kind == part], colours[part])
+            rods = [(head, tail, 0.035, 0.02) for head, tail, kind in bones if kind == part]
+            scenes.mesh_object(f"{part} at {frame}", colours[part], rods, balls=[(rod[0], 0.035) for rod in rods])
         goals = [(t.matrix_world.translation + offset, t.matrix_world.col[2].to_3d()) for t in targets.values()]
-        scenes.mesh_object(f"targets at {frame}", lambda bm: [
-            (scenes.add_ball(bm, at, 0.03), scenes.add_rod(bm, at, at + 0.12 * up, 0.008)) for at, up in goals],
-            colours["target"])
+        scenes.mesh_object(f"targets at {frame}", colours["target"], balls=[(at, 0.03) for at, _ in goals],
+                           rods=[(at, at + 0.12 * up, 0.008, 0.008) for at, up in goals])
     scenes.add_stage(scene, sum(points, Vector()) / len(points))
     scenes.ortho_camera(scene, points, (1.0, 0.45, -0.35), size)  # from the figure's front right, above
 

@@ -7,6 +7,7 @@ tests. Import it after the caller has set up Blender's user files (it imports bp
 """
 import math
 
+import bmesh
 import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Vector
@@ -192,29 +193,18 @@ def material(name, srgb, roughness=0.5):
     return mat
 
 
-def add_rod(bm, a, b, radius_a, radius_b=None, segments=16):
-    """A tapered rod (a cone) from point ``a`` to point ``b`` into the bmesh ``bm``."""
-    import bmesh
-
-    a, b = Vector(a), Vector(b)
-    matrix = Matrix.Translation((a + b) / 2.0) @ (b - a).to_track_quat("Z", "Y").to_matrix().to_4x4()
-    bmesh.ops.create_cone(bm, cap_ends=True, segments=segments, radius1=radius_a,
-                          radius2=radius_a if radius_b is None else radius_b, depth=(b - a).length, matrix=matrix)
-
-
-def add_ball(bm, center, radius, segments=16):
-    import bmesh
-
-    bmesh.ops.create_uvsphere(bm, u_segments=segments, v_segments=segments // 2, radius=radius,
-                              matrix=Matrix.Translation(Vector(center)))
-
-
-def mesh_object(name, build, mat, collection=None):
-    """A smooth-shaded mesh object made by ``build(bm)``, in ``collection`` (default: the scene's)."""
-    import bmesh
-
+def mesh_object(name, mat, rods=(), balls=(), segments=16):
+    """A smooth-shaded mesh of tapered rods ``(from, to, radius_from, radius_to)`` and balls ``(center,
+    radius)``, linked to the scene."""
     bm = bmesh.new()
-    build(bm)
+    for start, end, radius_start, radius_end in rods:
+        start, end = Vector(start), Vector(end)
+        matrix = Matrix.Translation((start + end) / 2.0) @ (end - start).to_track_quat("Z", "Y").to_matrix().to_4x4()
+        bmesh.ops.create_cone(bm, cap_ends=True, segments=segments, radius1=radius_start, radius2=radius_end,
+                              depth=(end - start).length, matrix=matrix)
+    for center, radius in balls:
+        bmesh.ops.create_uvsphere(bm, u_segments=segments, v_segments=segments // 2, radius=radius,
+                                  matrix=Matrix.Translation(Vector(center)))
     for face in bm.faces:
         face.smooth = True
     mesh = bpy.data.meshes.new(name)
@@ -222,7 +212,7 @@ def mesh_object(name, build, mat, collection=None):
     bm.free()
     mesh.materials.append(mat)
     obj = bpy.data.objects.new(name, mesh)
-    (collection or bpy.context.scene.collection).objects.link(obj)
+    bpy.context.scene.collection.objects.link(obj)
     return obj
 
 
@@ -241,8 +231,8 @@ def set_sky(scene, srgb, strength=1.0):
 
 def add_stage(scene, center=(0.0, 0.0, 0.0)):
     """A floor around ``center`` (at Z 0), a sun and a pale sky."""
-    floor = mesh_object("Floor", lambda bm: add_rod(bm, (0, 0, -0.02), (0, 0, 0), 30.0, segments=64),
-                        material("Floor", (0.9, 0.89, 0.86), 0.9))
+    floor = mesh_object("Floor", material("Floor", (0.9, 0.89, 0.86), 0.9), rods=[((0, 0, -0.02), (0, 0, 0), 30, 30)],
+                        segments=64)
     floor.location = (center[0], center[1], 0.0)
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     sun.data.energy = 3.5
