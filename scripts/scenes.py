@@ -2,8 +2,8 @@
 animation, built through ``bpy.data`` in the current file. Nothing here checks anything.
 
 A three-bone arm (``build_arm``, ``random_rig``) for the add-on's own tests and benchmarks, and a simple
-figure with two arms and two legs (``build_figure``, ``animate_walk``) for the demo and the multi-chain
-tests. Import it after the caller has set up Blender's user files (it imports bpy).
+figure with two arms and two legs (``build_figure``, ``animate_walk``) for the demo, and for any test
+that wants a character. Import it after the caller has set up Blender's user files (it imports bpy).
 """
 import math
 
