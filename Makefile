@@ -16,6 +16,7 @@ endif
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-bpy$(BPY)
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
 .PHONY: test demo bench extension venv clean
 
@@ -30,8 +31,9 @@ $(STAMP): requirements-dev.txt
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The demo's figure, plot and baked file go to out/demo (DEMO_ARGS="--quick" for tiny pictures).
 demo: $(STAMP)
-	$(PY) scripts/demo.py
+	$(PY) scripts/demo.py $(DEMO_ARGS)
 
 bench: $(STAMP)
 	$(PY) scripts/bench_solver.py

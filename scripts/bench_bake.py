@@ -22,17 +22,16 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _blender_script import ROOT, leave, sandbox_user_files  # noqa: E402
+from _blender_script import leave, sandbox_user_files  # noqa: E402
 
 sandbox_user_files("blender_ik_bench_")  # before bpy is imported: Blender's user files stay out of home
-sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 import blender_ik_addon  # noqa: E402
-from blender_ik_addon import keys, rig  # noqa: E402
-from rigs import add_empty, build_arm  # noqa: E402  (tests/rigs.py)
+from blender_ik_addon import chain, keys  # noqa: E402
+from scenes import add_empty, build_arm  # noqa: E402  (scripts/scenes.py)
 
 LENGTHS = (1.0, 0.8, 0.4)
 CHAIN = ("b1", "b2", "b3")
@@ -111,15 +110,15 @@ def bake_native(scene, armature, target, frames):
 
 
 def bake_ours(scene, armature, target, frames):
-    """Our way: the add-on's settings and its bake operator. Returns seconds."""
-    settings = armature.blender_ik
-    settings.tip_bone = "b3"
+    """Our way: a chain in the add-on's settings and its bake operator. Returns seconds."""
+    settings = armature.blender_ik.chains.add()
+    settings.name = settings.tip_bone = "b3"
     settings.target = target
     settings.up_axis = "Z"
     bpy.context.view_layer.objects.active = armature
     armature.select_set(True)
     start = time.perf_counter()
-    result = bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1)
+    result = bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL")
     seconds = time.perf_counter() - start
     if result != {"FINISHED"}:
         raise RuntimeError(f"blender_ik.bake returned {result}")
@@ -130,7 +129,7 @@ def key_counts(armature):
     """Per chain bone, the fewest keys on any of its rotation F-curves (0 if it has none)."""
     counts = {}
     for name in CHAIN:
-        path = rig.bone_path(name, rig.rotation_path(armature.pose.bones[name].rotation_mode))
+        path = chain.bone_path(name, chain.rotation_path(armature.pose.bones[name].rotation_mode))
         curves = [fcurve for fcurve in keys.object_fcurves(armature) if fcurve.data_path == path]
         counts[name] = min((len(fcurve.keyframe_points) for fcurve in curves), default=0)
     return counts

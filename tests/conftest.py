@@ -10,6 +10,7 @@ os.environ["XDG_CACHE_HOME"] = os.path.join(_SANDBOX, "cache")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.append(os.path.join(ROOT, "scripts"))  # scenes.py: the scene builders shared with scripts
 
 import pytest  # noqa: E402
 
