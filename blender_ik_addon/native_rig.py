@@ -332,15 +332,20 @@ def build(armature, chain, spec):
     record = _record(armature)
     data = armature.data
     entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],
-             "animation_data": armature.animation_data is not None}
+             # whether the armature had animation data before any rig: the last rig removed clears it if not
+             "animation_data": armature.animation_data is not None and all(e["animation_data"] for e in record.values())}
     collection_name = next((e["collection"] for e in record.values() if e["collection"] in data.collections), None)
     created_collection = collection_name is None
     if created_collection:
-        active_collection = data.collections.active
+        active_index = data.collections.active_index
         collection = data.collections.new(COLLECTION)
         collection.is_visible = False
-        data.collections.active = active_collection
+        data.collections.active_index = active_index
         collection_name = collection.name
+        entry["collection_active_index"] = active_index
+    else:  # shared with the chains' rigs built before: whichever is removed last restores the active one
+        entry["collection_active_index"] = next(e["collection_active_index"] for e in record.values()
+                                                if e["collection"] == collection_name)
     entry["collection"] = collection_name
     record[spec.name] = entry
     try:
@@ -379,7 +384,9 @@ def remove(armature, chain_name):
     collection = data.collections.get(entry["collection"])
     if (collection is not None and not any(e["collection"] == entry["collection"] for e in record.values())
             and not collection.bones):
+        active_index = data.collections.active_index
         data.collections.remove(collection)
+        data.collections.active_index = entry.get("collection_active_index", active_index)
     animation = armature.animation_data
     if (not entry["animation_data"] and animation is not None and animation.action is None
             and not animation.drivers and not animation.nla_tracks):
