@@ -103,6 +103,10 @@ def _check(armature, chain, spec):
     if armature.data.library is not None or armature.data.override_library is not None:
         raise RigError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
                        "library file, where its bones can be edited")
+    if np.linalg.det(matrix_array(armature.matrix_world)[:3, :3]) < 0.0:
+        # Locked Track builds a right-handed frame in world space: under a mirroring object it flips the bones.
+        raise RigError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
+                       "constraints do not support; give it a positive scale")
     if spec.plane not in PLANES:
         raise RigError(f"Unknown plane '{spec.plane}'")
     if spec.plane == "PARENT" and spec.bend != "REST":

@@ -310,6 +310,7 @@ def test_remove_restores_the_armature(blender, existing):
     ("no_pole", "Set the pole"),
     ("no_name", "needs a name"),
     ("chain_target", "bone of the chain itself"),
+    ("mirrored", "negative \\(mirroring\\) scale"),
 ])
 def test_refused_builds_change_nothing(blender, case, message):
     bpy = blender
@@ -327,6 +328,8 @@ def test_refused_builds_change_nothing(blender, case, message):
         spec.name = ""
     elif case == "chain_target":
         spec.target, spec.target_bone = obj, "b2"
+    elif case == "mirrored":
+        obj.scale = (-1.0, -1.0, -1.0)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3") if case != "built" else chain_without_rig(obj)
     before = armature_state(obj)
