@@ -271,7 +271,9 @@ def armature_state(obj):
     drivers = None if animation is None else [(f.data_path, f.array_index, f.driver.expression)
                                               for f in animation.drivers]
     collections = [(c.name, c.is_visible) for c in obj.data.collections]
-    return (bones, constraints, drivers, collections, dict(obj.items()), obj.data.bones.active.name
+    properties = {key: value if isinstance(value, (str, int, float)) else type(value).__name__
+                  for key, value in obj.items()}
+    return (bones, constraints, drivers, collections, properties, obj.data.bones.active.name
             if obj.data.bones.active else None, getattr(obj.data.collections.active, "name", None), obj.mode)
 
 
