@@ -371,16 +371,26 @@ def remove(armature, chain_name):
     entry = record.pop(chain_name, None)
     if entry is None:
         return False
+    data = armature.data
+    doomed = [name for name in entry["bones"] if name in data.bones]
+    # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
+    # driver paths, not in the record.
+    helper_paths = tuple(bone_path(name, "") for name in doomed)
     for pose_bone, constraint in rig_constraints(armature, chain_name):
         pose_bone.constraints.remove(constraint)
+    for pose_bone in armature.pose.bones:
+        for constraint in list(pose_bone.constraints):
+            if (constraint.name.startswith(PREFIX) and getattr(constraint, "target", None) == armature
+                    and getattr(constraint, "subtarget", "") in doomed):
+                pose_bone.constraints.remove(constraint)
     animation = armature.animation_data
     if animation is not None:
         for data_path, index in entry["drivers"]:
             fcurve = animation.drivers.find(data_path, index=index)
             if fcurve is not None:
                 animation.drivers.remove(fcurve)
-    data = armature.data
-    doomed = [name for name in entry["bones"] if name in data.bones]
+        for fcurve in [f for f in animation.drivers if f.data_path.startswith(helper_paths)]:
+            animation.drivers.remove(fcurve)
     if doomed:
         with _EditMode(armature) as edit_bones:
             for name in doomed:

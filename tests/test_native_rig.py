@@ -181,6 +181,32 @@ def test_unconnected_chain_follows_its_first_bones_location(blender):
     assert_rig_matches_solve(bpy, obj, spec)
 
 
+@pytest.mark.parametrize("case", ["no_parent", "no_inherit_rotation", "aligned_scale", "global_location"])
+def test_the_first_bones_inheritance_is_followed(blender, case):
+    bpy = blender
+    obj = build_arm(root=case != "no_parent", connected=False, rolls=(0.3, -0.4, 1.0))
+    bone, root = obj.data.bones["b1"], obj.pose.bones.get("root")
+    if root is not None:
+        root.rotation_mode = "XYZ"
+        root.rotation_euler = (0.3, -0.5, 0.2)
+    if case == "no_inherit_rotation":
+        bone.use_inherit_rotation = False
+    elif case == "aligned_scale":
+        bone.inherit_scale = "ALIGNED"
+        root.scale = (1.4, 1.4, 1.4)
+    elif case == "global_location":
+        bone.use_local_location = False
+    obj.pose.bones["b1"].location = (0.05, 0.1, -0.02)
+    target = add_empty(location=(0.7, 0.3, 1.2), rotation=(0.5, 0.2, -0.4))
+    spec = make_spec(target)
+    build(bpy, obj, spec)
+    assert_rig_matches_solve(bpy, obj, spec)
+    obj.pose.bones["b1"].location = (-0.1, 0.05, 0.03)
+    if root is not None:
+        root.rotation_euler = (-0.2, 0.4, 0.1)
+    assert_rig_matches_solve(bpy, obj, spec)
+
+
 @pytest.mark.parametrize("plane", ["TARGET", "POLE"])
 def test_degenerate_inputs_keep_drivers_alive_and_the_pose_finite(blender, plane):
     bpy = blender
@@ -297,7 +323,9 @@ def test_remove_restores_the_armature(blender, existing):
     build(bpy, obj, make_spec(targets[1], name="two", plane="PARENT"))
     assert native_rig.built_chains(obj) == ["one", "two"]
     assert armature_state(obj) != before
+    obj.data.bones["b2"].name = "elbow"  # renamed after the build: Blender renames it in the rig, not the record
     assert native_rig.remove(obj, "one") and native_rig.remove(obj, "two")
+    obj.data.bones["elbow"].name = "b2"
     assert not native_rig.remove(obj, "two")
     assert armature_state(obj) == before
     bpy.context.view_layer.update()
