@@ -368,6 +368,30 @@ def test_refused_builds_change_nothing(blender, case, message):
     assert armature_state(obj) == before
 
 
+def test_a_build_that_fails_half_way_leaves_nothing_behind(blender, monkeypatch):
+    bpy = blender
+    from blender_ik_addon import native_rig, rig
+    obj = build_arm()
+    spec = make_spec(add_empty(location=(0.8, 0.3, 1.0)))
+    bpy.context.view_layer.update()
+    chain = rig.read_chain(obj, "b3")
+    before = armature_state(obj)
+    real = native_rig._driver
+    calls = []
+
+    def failing_driver(*args, **kwargs):  # the second driver fails: bones and constraints already exist
+        calls.append(args)
+        if len(calls) == 2:
+            raise RuntimeError("simulated failure")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(native_rig, "_driver", failing_driver)
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        native_rig.build(obj, chain, spec)
+    assert armature_state(obj) == before
+    assert not native_rig.is_built(obj, "arm")
+
+
 def chain_without_rig(obj):
     from blender_ik_addon import native_rig, rig
     native_rig.set_muted(obj, "arm", True)
