@@ -14,10 +14,17 @@ UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 
 
 def make_spec(target, name="arm", **settings):
+    """A chain's settings in plain form, as the operators will pass them."""
     values = dict(name=name, target=target, target_bone="", up_axis="Z", plane="TARGET", pole=None, pole_bone="",
                   bend="REST", roll_axis="NONE")
     values.update(settings)
     return SimpleNamespace(**values)
+
+
+def solve_options(spec, plane=None, bend=None):
+    """The Python solve's settings for ``spec``."""
+    from blender_ik_addon import rig
+    return rig.Options(spec.up_axis, plane or spec.plane, bend or spec.bend, spec.roll_axis)
 
 
 def build(bpy, obj, spec, tip="b3"):
@@ -58,10 +65,10 @@ def python_pose(bpy, obj, spec):
     base = rig.base_matrix(chain)
     target = goal_matrix(obj, spec.target, spec.target_bone)
     if spec.plane == "PARENT":  # the rest normal carried by A₁, made ⟂ to the base→wrist line: the solve's
-        options = rig.Options(spec.up_axis, "POLE", "REST", spec.roll_axis)  # fallback, with a pole on the base
+        options = solve_options(spec, "POLE", "REST")  # fallback, with a pole on the base
         pole, fallback = base[None, :3, 3], None
     else:
-        options = rig.Options(spec.up_axis, spec.plane, spec.bend, spec.roll_axis)
+        options = solve_options(spec)
         pole = goal_matrix(obj, spec.pole, spec.pole_bone)[None, :3, 3] if spec.plane == "POLE" else None
         fallback = rig.current_normal(chain)
     solve = rig.solve_chain(chain, base[None], target[None], options, pole, fallback, carry_plane=False)
@@ -249,7 +256,7 @@ def test_a_file_opened_without_the_add_on_or_scripts_follows_a_moved_target(blen
         bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
         assert not bpy.app.autoexec_fail  # nothing tried to run a script
         obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
-        spec.target = target
+        spec = make_spec(target, roll_axis="Y")
         for _ in range(3):
             target.location, target.rotation_euler = reachable_target(rng, obj)
             assert_rig_matches_solve(bpy, obj, spec)
@@ -279,7 +286,7 @@ def test_a_library_override_of_a_linked_rig_follows(blender, tmp_path):
     obj = next(o for o in bpy.data.objects if o.type == "ARMATURE" and o.library is None)
     target = next(o for o in bpy.data.objects if o.type == "EMPTY" and o.library is None)
     assert obj.override_library is not None and target.override_library is not None
-    spec.target = target
+    spec = make_spec(target, up_axis="-X")
     rng = np.random.default_rng(11)
     for _ in range(3):
         target.location, target.rotation_euler = reachable_target(rng, obj, up_axis="-X")
@@ -349,16 +356,10 @@ def test_refused_builds_change_nothing(blender, case, message):
     target = add_empty(location=(0.8, 0.3, 1.0))
     if case == "built":
         build(bpy, obj, make_spec(target))
-    spec = make_spec(target)
-    if case == "parent_bend":
-        spec.plane, spec.bend = "PARENT", "AWAY"
-    elif case == "no_pole":
-        spec.plane = "POLE"
-    elif case == "no_name":
-        spec.name = ""
-    elif case == "chain_target":
-        spec.target, spec.target_bone = obj, "b2"
-    elif case == "mirrored":
+    settings = {"parent_bend": dict(plane="PARENT", bend="AWAY"), "no_pole": dict(plane="POLE"),
+                "no_name": dict(name=""), "chain_target": dict(target=obj, target_bone="b2")}.get(case, {})
+    spec = make_spec(settings.pop("target", target), **settings)
+    if case == "mirrored":
         obj.scale = (-1.0, -1.0, -1.0)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3") if case != "built" else chain_without_rig(obj)
