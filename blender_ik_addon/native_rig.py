@@ -28,7 +28,6 @@ What was added is recorded, per chain, in a JSON custom property of the armature
 :func:`remove` deletes exactly that and nothing else.
 """
 import json
-import math
 
 import bpy
 import numpy as np
@@ -115,6 +114,13 @@ def _check(armature, chain, spec):
         raise RigError("Set the pole")
     if spec.target is None:
         raise RigError("Set the target")
+    target = matrix_array(spec.target.matrix_world)
+    if spec.target_bone and spec.target_bone in getattr(spec.target.pose, "bones", ()):
+        target = target @ matrix_array(spec.target.pose.bones[spec.target_bone].matrix)
+    if np.linalg.det(target[:3, :3]) < 0.0:
+        # Copy Rotation takes no rotation a solve would agree with out of a mirroring matrix.
+        raise RigError(f"The target '{spec.target.name}' has a negative (mirroring) scale, which the rig's Copy "
+                       "Rotation cannot follow; give it a positive scale")
     for role, obj, bone_name in (("target", spec.target, spec.target_bone),
                                  ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
         if obj is not None and bone_name and (obj.type != "ARMATURE" or bone_name not in obj.data.bones):

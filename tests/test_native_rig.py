@@ -347,7 +347,8 @@ def test_remove_restores_the_armature(blender, existing):
     ("no_pole", "Set the pole"),
     ("no_name", "needs a name"),
     ("chain_target", "bone of the chain itself"),
-    ("mirrored", "negative \\(mirroring\\) scale"),
+    ("mirrored", "Armature 'Arm' has a negative \\(mirroring\\) scale"),
+    ("mirrored_target", "target 'Target' has a negative \\(mirroring\\) scale"),
 ])
 def test_refused_builds_change_nothing(blender, case, message):
     bpy = blender
@@ -361,6 +362,8 @@ def test_refused_builds_change_nothing(blender, case, message):
     spec = make_spec(settings.pop("target", target), **settings)
     if case == "mirrored":
         obj.scale = (-1.0, -1.0, -1.0)
+    elif case == "mirrored_target":  # a mirrored control, as for the other side of a body
+        target.scale = (-1.0, 1.0, 1.0)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3") if case != "built" else chain_without_rig(obj)
     before = armature_state(obj)
