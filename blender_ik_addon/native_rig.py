@@ -2,27 +2,29 @@
 
 The rig is made of helper bones (non-deforming, in a hidden bone collection of their own), Blender's
 tracking and copy constraints, and drivers whose expressions are *simple expressions* (evaluated
-natively, allowed in files whose scripts are not trusted). It reproduces ``solve_chain`` (rig.py):
+natively, allowed in files whose scripts are not trusted). It reproduces ``solve_chain`` (rig.py).
+Helper bones are named ``IKR-<chain>-<role>``:
 
-``B``  base: a copy of the first bone (same parent, rest, inheritance; its pose location driven from
-       the first bone's), with no rotation of its own, so its pose is ``A₁`` and its head the base ``O``.
-``T``  the target's location and rotation (not its scale), with ``A₁``'s scale; ``W``, its child, sits
-       ``l3`` back along the up axis: the wrist ``P_T = E - l3·û``.
-``A``  aim, child of ``B``: Damped Track Y at ``W`` (``a``), then Locked Track turns its Z to the
-       middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
-       ``l3·û`` rejected from ``a``), the pole (POLE), or its X to the first bone's rest bend-plane
-       normal carried by ``B`` (PARENT). So ``A``'s axes are ``X = n``, ``Y = a``, ``Z = b``.
-``E1`` child of ``A``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on ``|P_T - O|``
-       and the links' lengths; clamped, it gives the closest pose out of reach as seed 001 does).
-``E2`` child of ``E1`` at the middle joint, turned by ``θ1`` further; ``J`` sits at its end (the wrist the
-       chain reaches), its tail along ``n``.
-``E3`` child of ``T`` with ``Y = û`` (and ``Z`` = the roll axis), moved to ``J``; without a roll axis,
-       Locked Track turns its ``X`` to ``n`` made ⟂ ``û``.
+``base``    a copy of the first bone (same parent, rest, inheritance; its pose location driven from the
+            first bone's) with no rotation of its own: its pose is ``A₁``, its head the base ``O``.
+``target``  child of ``base``: the target's location and rotation (not its scale) with ``A₁``'s scale;
+            ``goal``, its child, sits ``l3`` back along the up axis: the wrist ``P_T = E - l3·û``.
+``aim``     child of ``base``: Damped Track Y at ``goal`` (``a``), then Locked Track turns Z to the
+            middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
+            ``l3·û`` rejected from ``a``) or the pole (POLE), or turns X to the first bone's rest bend
+            normal carried by ``base`` (PARENT, through the ``normal`` helper). So X = ``n``, Y = ``a``.
+``upper``   child of ``aim``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on
+            ``|P_T - O|``; clamped, it gives seed 001's closest pose out of reach).
+``lower``   child of ``upper`` at the middle joint, turned by ``-θ1``; ``wrist``, its child, sits where the
+            chain's wrist is, its tail along ``n``.
+``hand``    child of ``target`` with Y = ``û`` (and Z = the roll axis), moved to ``wrist``; without a roll
+            axis, Locked Track turns its X to ``n`` made ⟂ ``û``; ``tip`` is its child.
 
-The solved frames ``[dᵢ, n, dᵢ × n]`` are ``[Y, X, -Z]`` of those helpers; each chain bone's rotation maps
-its rest frame onto them (rig.py), a constant rotation ``Cᵢ`` built into the helpers' rest orientation
-(``E1``, ``E2`` turn about ``Cᵢᵀ·X`` to stay hinges about ``n``; ``O3`` carries ``C3`` under ``E3``).
-The chain's bones then Copy Transforms from ``E1``, ``E2`` and ``O3`` (or ``E3``) in pose space.
+The solved frames ``[dᵢ, n, dᵢ × n]`` are ``[Y, X, -Z]`` of the helpers with X = ``n``, Y = ``dᵢ``; each
+chain bone's rotation maps its rest frame onto them (rig.py), a constant rotation ``Cᵢ`` built into the
+rest orientation of ``upper``, ``lower`` (which turn about ``Cᵢᵀ·X`` to stay hinges about ``n``) and
+``tip``. The chain's bones Copy Transforms (pose space) from ``upper``, ``lower`` and ``tip`` (or
+``hand`` with a roll axis: its frame is the solve's own).
 
 What was added is recorded, per chain, in a JSON custom property of the armature object, so
 :func:`remove` deletes exactly that and nothing else.
@@ -35,7 +37,9 @@ from mathutils import Matrix
 
 from .rig import AXES, RigError, bone_path, frames, matrix_array
 
-PLANES = ("TARGET", "POLE", "PARENT")
+# The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
+BODY_FOLLOWING = ("PARENT", "NORMAL")
+PLANES = ("TARGET", "POLE") + BODY_FOLLOWING
 RECORD = "blender_ik_rig"  # custom property on the armature object: JSON {chain name: what its rig added}
 COLLECTION = "IK Rig Helpers"
 PREFIX = "IKR"  # helper bones "IKR-<chain>-<role>", constraints "IKR <role>"
@@ -108,7 +112,7 @@ def _check(armature, chain, spec):
                        "constraints do not support; give it a positive scale")
     if spec.plane not in PLANES:
         raise RigError(f"Unknown plane '{spec.plane}'")
-    if spec.plane == "PARENT" and spec.bend != "REST":
+    if spec.plane in BODY_FOLLOWING and spec.bend != "REST":
         raise RigError("The body-following plane bends the chain as at rest; set the bend to As Rest")
     if spec.plane == "POLE" and spec.pole is None:
         raise RigError("Set the pole")
@@ -219,7 +223,7 @@ def _add_bones(armature, chain, spec, geometry, entry):
     }
     if not geometry["rolled"]:
         layout["tip"] = (geometry["hand"] @ geometry["offsets"][2], head, l3, "hand", False)
-    if spec.plane == "PARENT":
+    if spec.plane in BODY_FOLLOWING:
         layout["normal"] = (rotation, head + geometry["rest_normal"] * 0.25 * size, 0.1 * size, "base", False)
 
     with _EditMode(armature) as edit_bones:
@@ -294,7 +298,7 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
 
     own = dict(target=armature)
     _constraint(helper["aim"], "DAMPED_TRACK", "aim", subtarget=names["goal"], track_axis="TRACK_Y", **own)
-    if spec.plane == "PARENT":
+    if spec.plane in BODY_FOLLOWING:
         side = dict(subtarget=names["normal"], track_axis="TRACK_X", **own)
     else:
         toward = spec.bend == "TOWARD" or (spec.bend == "REST" and (spec.plane == "POLE" or chain.rest_toward))
