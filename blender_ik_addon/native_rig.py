@@ -12,7 +12,8 @@ Helper bones are named ``IKR-<chain>-<role>``:
 ``aim``     child of ``base``: Damped Track Y at ``goal`` (``a``), then Locked Track turns Z to the
             middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
             ``l3·û`` rejected from ``a``) or the pole (POLE), or turns X to the first bone's rest bend
-            normal carried by ``base`` (PARENT, through the ``normal`` helper). So X = ``n``, Y = ``a``.
+            normal carried by ``base`` (PARENT, through the ``normal`` helper; bend REST and TOWARD keep
+            the rest side, AWAY flips ``n`` and ``b``). So X = ``n``, Y = ``a``.
 ``upper``   child of ``aim``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on
             ``|P_T - O|``; clamped, it gives seed 001's closest pose out of reach).
 ``lower``   child of ``upper`` at the middle joint, turned by ``-θ1``; ``wrist``, its child, sits where the
@@ -112,8 +113,6 @@ def _check(armature, chain, spec):
                        "constraints do not support; give it a positive scale")
     if spec.plane not in PLANES:
         raise RigError(f"Unknown plane '{spec.plane}'")
-    if spec.plane in BODY_FOLLOWING and spec.bend != "REST":
-        raise RigError("The body-following plane bends the chain as at rest; set the bend to As Rest")
     if spec.plane == "POLE" and spec.pole is None:
         raise RigError("Set the pole")
     if spec.target is None:
@@ -298,8 +297,9 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
 
     own = dict(target=armature)
     _constraint(helper["aim"], "DAMPED_TRACK", "aim", subtarget=names["goal"], track_axis="TRACK_Y", **own)
-    if spec.plane in BODY_FOLLOWING:
-        side = dict(subtarget=names["normal"], track_axis="TRACK_X", **own)
+    if spec.plane in BODY_FOLLOWING:  # X = n; away from the rest side, n and b both flip (as the solver does)
+        side = dict(subtarget=names["normal"], track_axis="TRACK_NEGATIVE_X" if spec.bend == "AWAY" else "TRACK_X",
+                    **own)
     else:
         toward = spec.bend == "TOWARD" or (spec.bend == "REST" and (spec.plane == "POLE" or chain.rest_toward))
         reference = (dict(target=spec.pole, subtarget=spec.pole_bone or "") if spec.plane == "POLE"
