@@ -376,11 +376,14 @@ def build(armature, chain, spec):
 
 def remove(armature, chain_name):
     """Delete every bone, constraint, driver and property the chain's rig added. Returns False when the
-    chain has no rig."""
+    chain has no rig; raises RigError, changing nothing, when its bones are linked from a library."""
     record = _record(armature)
     entry = record.pop(chain_name, None)
     if entry is None:
         return False
+    if armature.data.library is not None or armature.data.override_library is not None:
+        raise RigError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
+                       "library file, or mute it here")
     data = armature.data
     doomed = [name for name in entry["bones"] if name in data.bones]
     # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and

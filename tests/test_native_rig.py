@@ -294,6 +294,11 @@ def test_a_library_override_of_a_linked_rig_follows(blender, tmp_path):
     for _ in range(3):
         target.location, target.rotation_euler = reachable_target(rng, obj, up_axis="-X")
         assert_rig_matches_solve(bpy, obj, spec)
+    from blender_ik_addon import native_rig, rig
+    with pytest.raises(rig.RigError, match="remove the rig in the library file"):
+        native_rig.remove(obj, "arm")  # its bones are the library's
+    assert native_rig.is_built(obj, "arm")
+    assert_rig_matches_solve(bpy, obj, spec)
 
 
 def armature_state(obj):
