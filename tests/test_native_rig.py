@@ -251,19 +251,35 @@ def test_a_file_opened_without_the_add_on_or_scripts_follows_a_moved_target(blen
     target.location, target.rotation_euler = reachable_target(rng, obj)
     spec = make_spec(target, roll_axis="Y")
     build(bpy, obj, spec)
+    # A control: a Python driver elsewhere in the file.
+    probe = add_empty("Probe")
+    probe_driver = probe.driver_add("location", 0).driver
+    probe_driver.expression = "len('abc') * frame"
+    assert not probe_driver.is_simple_expression
     path = str(tmp_path / "rig.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     blender_ik_addon.unregister()
+    saved = dict(bpy.app.driver_namespace)
     try:
         bpy.ops.wm.read_factory_settings(use_empty=True)
         bpy.ops.wm.open_mainfile(filepath=path, load_ui=False, use_scripts=False)
-        assert not bpy.app.autoexec_fail  # nothing tried to run a script
+        # The bpy module trusts every file (a Python driver still runs after use_scripts=False), so take
+        # Python away from drivers altogether: with an empty namespace, no expression Python evaluates
+        # can call anything. The control's driver fails; the rig's, evaluated natively, do not.
+        namespace = bpy.app.driver_namespace  # a new one for each file read
+        namespace.clear()
+        namespace["__builtins__"] = {}
         obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
         spec = make_spec(target, roll_axis="Y")
         for _ in range(3):
             target.location, target.rotation_euler = reachable_target(rng, obj)
             assert_rig_matches_solve(bpy, obj, spec)
+        bpy.context.scene.frame_set(bpy.context.scene.frame_current + 1)
+        assert not bpy.data.objects["Probe"].animation_data.drivers[0].driver.is_valid
+        assert_rig_matches_solve(bpy, obj, spec)
     finally:
+        bpy.app.driver_namespace.clear()
+        bpy.app.driver_namespace.update(saved)
         blender_ik_addon.register()
 
 
