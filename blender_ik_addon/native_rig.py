@@ -151,7 +151,7 @@ def _rest_geometry(chain, spec):
         if roll_column != column:  # the solve ignores a roll axis along the up axis
             roll = np.zeros(3)
             roll[roll_column] = roll_sign
-    # E3's rest orientation in T's frame: Y = the up axis, Z = the roll axis (or any axis ⟂ it).
+    # The hand's rest orientation in the target helper's frame: Y = the up axis, Z = the roll axis (or any ⟂).
     z_axis = roll if roll is not None else np.roll(up, 1)
     hand = np.stack([np.cross(up, z_axis), up, z_axis], -1)
     return dict(rotation=rotation, head=head, lengths=lengths, offsets=offsets, up=up, hand=hand,
@@ -209,7 +209,7 @@ def _add_bones(armature, chain, spec, geometry, entry):
     y_axis = rotation[:, 1]
     quarter = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # Rz(-90°): Y onto X
     identity = np.eye(3)
-    # role: (rest rotation, rest head, length, parent role or a chain bone name, copies the first bone's flags)
+    # role: (rest rotation, rest head, length, parent role, mirrors the first bone's parent and flags)
     layout = {
         "base": (rotation, head, None, None, True),
         "aim": (rotation, head, 0.25 * size, "base", False),
@@ -262,7 +262,7 @@ def _constraint(pose_bone, kind, role, entry=None, **settings):
     return constraint
 
 
-def _driver(armature, entry, pose_bone, attribute, index, expression, variables):
+def _driver(entry, pose_bone, attribute, index, expression, variables):
     fcurve = pose_bone.driver_add(attribute, index)
     entry["drivers"].append([fcurve.data_path, index])
     driver = fcurve.driver
@@ -287,7 +287,7 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
 
     if not armature.data.bones[chain.names[0]].use_connect:  # B's head follows the first bone's location
         for index in range(3):
-            _driver(armature, entry, helper["base"], "location", index, "location", [
+            _driver(entry, helper["base"], "location", index, "location", [
                 ("location", "SINGLE_PROP", [dict(id_type="OBJECT", id=armature,
                                                   data_path=f"{bone_path(first.name, 'location')}[{index}]")])])
 
@@ -325,7 +325,7 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
         pose_bone = helper[role]
         pose_bone.rotation_mode = "AXIS_ANGLE"
         pose_bone.rotation_axis_angle = [0.0] + [float(v) for v in offset.T @ np.array([1.0, 0.0, 0.0])]
-        _driver(armature, entry, pose_bone, "rotation_axis_angle", 0, expression, variables)
+        _driver(entry, pose_bone, "rotation_axis_angle", 0, expression, variables)
 
     pose = dict(owner_space="POSE", target_space="POSE", **own)
     _constraint(helper["hand"], "COPY_LOCATION", "wrist", subtarget=names["wrist"], **pose)
@@ -347,7 +347,8 @@ def build(armature, chain, spec):
     data = armature.data
     entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],
              # whether the armature had animation data before any rig: the last rig removed clears it if not
-             "animation_data": armature.animation_data is not None and all(e["animation_data"] for e in record.values())}
+             "animation_data": (armature.animation_data is not None
+                                and all(e["animation_data"] for e in record.values()))}
     collection_name = next((e["collection"] for e in record.values() if e["collection"] in data.collections), None)
     created_collection = collection_name is None
     if created_collection:

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from blender_ik_addon import native_rig, rig
 from rigs import (add_empty, build_arm, chain_length_world, random_direction, random_rig, reachable_target)
 
 POSITION_TOLERANCE = 1e-5  # of the chain's length
@@ -23,12 +24,10 @@ def make_spec(target, name="arm", **settings):
 
 def solve_options(spec, plane=None, bend=None):
     """The Python solve's settings for ``spec``."""
-    from blender_ik_addon import rig
     return rig.Options(spec.up_axis, plane or spec.plane, bend or spec.bend, spec.roll_axis)
 
 
 def build(bpy, obj, spec, tip="b3"):
-    from blender_ik_addon import native_rig, rig
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, tip)
     native_rig.build(obj, chain, spec)
@@ -37,11 +36,10 @@ def build(bpy, obj, spec, tip="b3"):
 
 def goal_matrix(obj, target, bone_name):
     """The goal's armature-space matrix as Blender evaluated it: an object, or one of its bones."""
-    from blender_ik_addon.rig import matrix_array
-    world = matrix_array(target.matrix_world)
+    world = rig.matrix_array(target.matrix_world)
     if bone_name:
-        world = world @ matrix_array(target.pose.bones[bone_name].matrix)
-    return np.linalg.inv(matrix_array(obj.matrix_world)) @ world
+        world = world @ rig.matrix_array(target.pose.bones[bone_name].matrix)
+    return np.linalg.inv(rig.matrix_array(obj.matrix_world)) @ world
 
 
 def bone_frames(obj, names):
@@ -58,7 +56,6 @@ def bone_frames(obj, names):
 
 def python_pose(bpy, obj, spec):
     """Mute the rig, pose the chain with the Python solve, read Blender's pose, unmute: the expected pose."""
-    from blender_ik_addon import native_rig, rig
     native_rig.set_muted(obj, spec.name, True)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3")
@@ -174,7 +171,8 @@ def test_target_and_pole_can_be_bones(blender, goal):
         ctrl = holder.pose.bones["ctrl"]
         ctrl.location = tuple(world[:3])
         ctrl.rotation_mode = "XYZ"
-        ctrl.rotation_euler = (holder.matrix_world.to_quaternion().inverted().to_matrix() @ rotation.to_matrix()).to_euler()
+        holder_rotation = holder.matrix_world.to_quaternion().inverted().to_matrix()
+        ctrl.rotation_euler = (holder_rotation @ rotation.to_matrix()).to_euler()
         holder.pose.bones["pole"].location = tuple(rng.normal(scale=2.0, size=3))
         assert_rig_matches_solve(bpy, obj, spec)
 
@@ -310,7 +308,6 @@ def test_a_library_override_of_a_linked_rig_follows(blender, tmp_path):
     for _ in range(3):
         target.location, target.rotation_euler = reachable_target(rng, obj, up_axis="-X")
         assert_rig_matches_solve(bpy, obj, spec)
-    from blender_ik_addon import native_rig, rig
     with pytest.raises(rig.RigError, match="remove the rig in the library file"):
         native_rig.remove(obj, "arm")  # its bones are the library's
     assert native_rig.is_built(obj, "arm")
@@ -337,7 +334,6 @@ def armature_state(obj):
 @pytest.mark.parametrize("existing", [False, True])
 def test_remove_restores_the_armature(blender, existing):
     bpy = blender
-    from blender_ik_addon import native_rig
     obj = build_arm(connected=False)
     targets = [add_empty(f"Target{i}", (0.8, 0.3 * i, 1.0)) for i in range(2)]
     if existing:  # the user's own collections, custom property, driver and muted constraint stay as they are
@@ -375,7 +371,6 @@ def test_remove_restores_the_armature(blender, existing):
 ])
 def test_refused_builds_change_nothing(blender, case, message):
     bpy = blender
-    from blender_ik_addon import native_rig, rig
     obj = build_arm()
     target = add_empty(location=(0.8, 0.3, 1.0))
     if case == "built":
@@ -397,7 +392,6 @@ def test_refused_builds_change_nothing(blender, case, message):
 
 def test_a_build_that_fails_half_way_leaves_nothing_behind(blender, monkeypatch):
     bpy = blender
-    from blender_ik_addon import native_rig, rig
     obj = build_arm()
     spec = make_spec(add_empty(location=(0.8, 0.3, 1.0)))
     bpy.context.view_layer.update()
@@ -420,7 +414,6 @@ def test_a_build_that_fails_half_way_leaves_nothing_behind(blender, monkeypatch)
 
 
 def chain_without_rig(obj):
-    from blender_ik_addon import native_rig, rig
     native_rig.set_muted(obj, "arm", True)
     try:
         return rig.read_chain(obj, "b3")
@@ -431,7 +424,6 @@ def chain_without_rig(obj):
 def test_a_built_chain_is_refused_by_the_python_solve_until_muted(blender):
     """The rig's constraints count as the chain's constraints for the solve, bake and live mode."""
     bpy = blender
-    from blender_ik_addon import native_rig, rig
     obj = build_arm()
     build(bpy, obj, make_spec(add_empty(location=(0.8, 0.3, 1.0))))
     with pytest.raises(rig.RigError, match="has constraints"):
