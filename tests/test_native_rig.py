@@ -215,7 +215,7 @@ def test_the_first_bones_inheritance_is_followed(blender, case):
     assert_rig_matches_solve(bpy, obj, spec)
 
 
-@pytest.mark.parametrize("plane", ["TARGET", "POLE"])
+@pytest.mark.parametrize("plane", ["TARGET", "POLE", "PARENT"])
 def test_degenerate_inputs_keep_drivers_alive_and_the_pose_finite(blender, plane):
     bpy = blender
     obj = build_arm(lengths=(1.0, 1.0, 0.5))
@@ -226,6 +226,7 @@ def test_degenerate_inputs_keep_drivers_alive_and_the_pose_finite(blender, plane
     cases = [((0.0, 0.0, 0.5), (0.0, 0.0, 0.0)),  # the wrist on the base
              ((0.0, 0.0, 2.0), (0.0, 0.0, 0.0)),  # the up axis (and the pole) along the base→wrist line
              ((0.0, 0.0, -1.0), (math.pi, 0.0, 0.0)),
+             ((0.0, 1.2, 0.5), (0.0, 0.0, 0.0)),  # the wrist along the rest normal (PARENT's reference)
              ((0.0, 0.0, 9.0), (0.0, 0.0, 0.0))]  # out of reach, straight up
     for location, rotation in cases:
         target.location, target.rotation_euler = location, rotation
