@@ -215,6 +215,32 @@ def test_the_first_bones_inheritance_is_followed(blender, case):
     assert_rig_matches_solve(bpy, obj, spec)
 
 
+def test_playback_follows_an_animated_target_without_lag(blender):
+    bpy = blender
+    rng = np.random.default_rng(21)
+    obj = random_rig(rng)
+    target = add_empty()
+    for frame in (1, 11, 21):
+        target.location, target.rotation_euler = reachable_target(rng, obj)
+        target.keyframe_insert("location", frame=frame)
+        target.keyframe_insert("rotation_euler", frame=frame)
+    root = obj.pose.bones["root"]  # the chain's parent animated too
+    for frame, angle in ((1, 0.0), (21, 0.6)):
+        root.rotation_euler = (angle, -angle, 0.5 * angle)
+        root.keyframe_insert("rotation_euler", frame=frame)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    spec = make_spec(target, plane="PARENT")
+    build(bpy, obj, spec)
+    for frame in (4, 5, 13, 20, 2):
+        scene.frame_set(frame)  # one frame change, as playback does: judged before any other update
+        actual = bone_frames(obj, ("b1", "b2", "b3"))
+        expected, _ = python_pose(bpy, obj, spec)
+        length = chain_length_world(obj)
+        for (_, tail, _), (_, want_tail, _) in zip(actual, expected):
+            assert np.linalg.norm(tail - want_tail) < POSITION_TOLERANCE * length
+
+
 @pytest.mark.parametrize("plane", ["TARGET", "POLE", "PARENT"])
 def test_degenerate_inputs_keep_drivers_alive_and_the_pose_finite(blender, plane):
     bpy = blender
