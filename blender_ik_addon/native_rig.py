@@ -128,8 +128,11 @@ def _check(armature, chain, spec):
                                  ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
         if obj is not None and bone_name and (obj.type != "ARMATURE" or bone_name not in obj.data.bones):
             raise RigError(f"The {role} '{obj.name}' has no bone named '{bone_name}'")
-        if obj == armature and bone_name in chain.names:
-            raise RigError(f"The {role} cannot be a bone of the chain itself")
+        if obj == armature and bone_name:
+            bone = armature.data.bones[bone_name]
+            if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
+                raise RigError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
+                               "dependency cycle in the rig); choose a bone outside the chain")
     if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
         raise RigError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
 

@@ -392,7 +392,8 @@ def test_remove_restores_the_armature(blender, existing):
     ("built", "already has a rig"),
     ("no_pole", "Set the pole"),
     ("no_name", "needs a name"),
-    ("chain_target", "bone of the chain itself"),
+    ("chain_target", "target 'b2' hangs from the chain"),
+    ("below_chain_pole", "pole 'finger' hangs from the chain"),
     ("mirrored", "Armature 'Arm' has a negative \\(mirroring\\) scale"),
     ("mirrored_target", "target 'Target' has a negative \\(mirroring\\) scale"),
 ])
@@ -403,7 +404,14 @@ def test_refused_builds_change_nothing(blender, case, message):
     if case == "built":
         build(bpy, obj, make_spec(target))
     settings = {"no_pole": dict(plane="POLE"),
-                "no_name": dict(name=""), "chain_target": dict(target=obj, target_bone="b2")}.get(case, {})
+                "no_name": dict(name=""), "chain_target": dict(target=obj, target_bone="b2"),
+                "below_chain_pole": dict(plane="POLE", pole=obj, pole_bone="finger")}.get(case, {})
+    if case == "below_chain_pole":
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode="EDIT")
+        finger = obj.data.edit_bones.new("finger")
+        finger.head, finger.tail, finger.parent = (1.0, 0.0, 1.5), (1.2, 0.0, 1.5), obj.data.edit_bones["b3"]
+        bpy.ops.object.mode_set(mode="OBJECT")
     spec = make_spec(settings.pop("target", target), **settings)
     if case == "mirrored":
         obj.scale = (-1.0, -1.0, -1.0)
