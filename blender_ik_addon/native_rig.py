@@ -1,0 +1,427 @@
+"""Build / remove a rig that evaluates a chain's exact solve in the depsgraph, without Python.
+
+The rig is made of helper bones (non-deforming, in a hidden bone collection of their own), Blender's
+tracking and copy constraints, and drivers whose expressions are *simple expressions* (evaluated
+natively, allowed in files whose scripts are not trusted). It reproduces ``solve_chain`` (rig.py).
+Helper bones are named ``IKR-<chain>-<role>``:
+
+``base``    a copy of the first bone (same parent, rest, inheritance; its pose location driven from the
+            first bone's) with no rotation of its own: its pose is ``A₁``, its head the base ``O``.
+``target``  child of ``base``: the target's location and rotation (not its scale) with ``A₁``'s scale;
+            ``goal``, its child, sits ``l3`` back along the up axis: the wrist ``P_T = E - l3·û``.
+``aim``     child of ``base``: Damped Track Y at ``goal`` (``a``), then Locked Track turns Z to the
+            middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
+            ``l3·û`` rejected from ``a``) or the pole (POLE), or turns X to the first bone's rest bend
+            normal carried by ``base`` (PARENT, through the ``normal`` helper; bend REST and TOWARD keep
+            the rest side, AWAY flips ``n`` and ``b``). So X = ``n``, Y = ``a``.
+``upper``   child of ``aim``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on
+            ``|P_T - O|``; clamped, it gives seed 001's closest pose out of reach).
+``lower``   child of ``upper`` at the middle joint, turned by ``-θ1``; ``wrist``, its child, sits where the
+            chain's wrist is, its tail along ``n``.
+``hand``    child of ``target`` with Y = ``û`` (and Z = the roll axis), moved to ``wrist``; without a roll
+            axis, Locked Track turns its X to ``n`` made ⟂ ``û``; ``tip`` is its child.
+
+The solved frames ``[dᵢ, n, dᵢ × n]`` are ``[Y, X, -Z]`` of the helpers with X = ``n``, Y = ``dᵢ``; each
+chain bone's rotation maps its rest frame onto them (rig.py), a constant rotation ``Cᵢ`` built into the
+rest orientation of ``upper``, ``lower`` (which turn about ``Cᵢᵀ·X`` to stay hinges about ``n``) and
+``tip``. The chain's bones Copy Transforms (pose space) from ``upper``, ``lower`` and ``tip`` (or
+``hand`` with a roll axis: its frame is the solve's own).
+
+What was added is recorded, per chain, in a JSON custom property of the armature object, so
+:func:`remove` deletes exactly that and nothing else.
+"""
+import json
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from .rig import AXES, RigError, bone_path, frames, matrix_array
+
+# The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
+BODY_FOLLOWING = ("PARENT", "NORMAL")
+PLANES = ("TARGET", "POLE") + BODY_FOLLOWING
+RECORD = "blender_ik_rig"  # custom property on the armature object: JSON {chain name: what its rig added}
+COLLECTION = "IK Rig Helpers"
+PREFIX = "IKR"  # helper bones "IKR-<chain>-<role>", constraints "IKR <role>"
+# The solved frame [d, n, d × n] is [Y, X, -Z] of a helper whose X = n, Y = d.
+_HELPER_TO_SOLVED = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+# Guards inside driver expressions: a division by zero or acos out of range would disable the driver.
+_TINY = 1e-30
+_MAX_NAME = 63  # Blender's limit on bone and constraint names (bytes)
+
+
+def _number(value):
+    return repr(float(value))
+
+
+def _record(armature):
+    text = armature.get(RECORD)
+    return json.loads(text) if isinstance(text, str) else {}
+
+
+def _write_record(armature, record):
+    if record:
+        armature[RECORD] = json.dumps(record, sort_keys=True)
+    elif RECORD in armature:
+        del armature[RECORD]
+
+
+def is_built(armature, chain_name):
+    return chain_name in _record(armature)
+
+
+def built_chains(armature):
+    """The names of the chains with a built rig on ``armature``."""
+    return sorted(_record(armature))
+
+
+def rig_constraints(armature, chain_name):
+    """The rig's constraints on the chain's own bones, as ``(pose bone, constraint)`` pairs (to mute
+    the rig, e.g. before a bake with the Python solve)."""
+    entry = _record(armature).get(chain_name)
+    if entry is None:
+        return []
+    found = []
+    for bone_name, constraint_name in entry["constraints"]:
+        pose_bone = armature.pose.bones.get(bone_name)
+        constraint = pose_bone.constraints.get(constraint_name) if pose_bone else None
+        if constraint is not None:
+            found.append((pose_bone, constraint))
+    return found
+
+
+def set_muted(armature, chain_name, muted):
+    """Mute (or unmute) the rig of a chain: its chain bones go back to their own channels."""
+    for _, constraint in rig_constraints(armature, chain_name):
+        constraint.mute = muted
+
+
+def _check(armature, chain, spec):
+    """The rig's own refusals (the solver's are the caller's: read_chain and check_target first)."""
+    name = spec.name
+    if not name:
+        raise RigError("The chain needs a name to build a rig for it")
+    if is_built(armature, name):
+        raise RigError(f"Chain '{name}' already has a rig; remove it first")
+    if armature.data.library is not None or armature.data.override_library is not None:
+        raise RigError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
+                       "library file, where its bones can be edited")
+    if np.linalg.det(matrix_array(armature.matrix_world)[:3, :3]) < 0.0:
+        # Locked Track builds a right-handed frame in world space: under a mirroring object it flips the bones.
+        raise RigError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
+                       "constraints do not support; give it a positive scale")
+    if spec.plane not in PLANES:
+        raise RigError(f"Unknown plane '{spec.plane}'")
+    if spec.plane == "POLE" and spec.pole is None:
+        raise RigError("Set the pole")
+    if spec.target is None:
+        raise RigError("Set the target")
+    target = matrix_array(spec.target.matrix_world)
+    if spec.target_bone and spec.target_bone in getattr(spec.target.pose, "bones", ()):
+        target = target @ matrix_array(spec.target.pose.bones[spec.target_bone].matrix)
+    if np.linalg.det(target[:3, :3]) < 0.0:
+        # Copy Rotation takes no rotation a solve would agree with out of a mirroring matrix.
+        raise RigError(f"The target '{spec.target.name}' has a negative (mirroring) scale, which the rig's Copy "
+                       "Rotation cannot follow; give it a positive scale")
+    for role, obj, bone_name in (("target", spec.target, spec.target_bone),
+                                 ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
+        if obj is not None and bone_name and (obj.type != "ARMATURE" or bone_name not in obj.data.bones):
+            raise RigError(f"The {role} '{obj.name}' has no bone named '{bone_name}'")
+        if obj == armature and bone_name:
+            bone = armature.data.bones[bone_name]
+            if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
+                raise RigError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
+                               "dependency cycle in the rig); choose a bone outside the chain")
+    if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
+        raise RigError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
+
+
+def _rest_geometry(chain, spec):
+    """Everything the helpers' rest pose needs, from the chain's rest data (armature space, numpy)."""
+    bone = chain.armature.data.bones[chain.names[0]]
+    rest = matrix_array(bone.matrix_local)
+    rotation, head = rest[:3, :3], rest[:3, 3]
+    lengths = np.linalg.norm(chain.links, axis=-1)
+    rest_frames = frames(chain.links, chain.rest_normals)  # (3, 3, 3): each bone's rest frame, bone-local
+    offsets = _HELPER_TO_SOLVED @ np.swapaxes(rest_frames, -1, -2)  # Cᵢ
+    column, sign = AXES[spec.up_axis]
+    up = np.zeros(3)
+    up[column] = sign
+    roll = None
+    if spec.roll_axis != "NONE":
+        roll_column, roll_sign = AXES[spec.roll_axis]
+        if roll_column != column:  # the solve ignores a roll axis along the up axis
+            roll = np.zeros(3)
+            roll[roll_column] = roll_sign
+    # The hand's rest orientation in the target helper's frame: Y = the up axis, Z = the roll axis (or any ⟂).
+    z_axis = roll if roll is not None else np.roll(up, 1)
+    hand = np.stack([np.cross(up, z_axis), up, z_axis], -1)
+    return dict(rotation=rotation, head=head, lengths=lengths, offsets=offsets, up=up, hand=hand,
+                rolled=roll is not None, rest_normal=rotation @ chain.rest_normals[0])
+
+
+def _matrix(rotation, head):
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = rotation, head
+    return Matrix(m.tolist())
+
+
+def _bone_name(chain_name, role):
+    name = f"{PREFIX}-{chain_name}-{role}"
+    while len(name.encode()) > _MAX_NAME:  # keep the role: it is what tells the helpers apart
+        chain_name = chain_name[:-1]
+        name = f"{PREFIX}-{chain_name}-{role}"
+    return name
+
+
+class _EditMode:
+    """Edit the armature's bones, then restore the active object, its mode and the active bone."""
+
+    def __init__(self, armature):
+        self.armature = armature
+
+    def __enter__(self):
+        view_layer = bpy.context.view_layer
+        self.active = view_layer.objects.active
+        self.mode = self.armature.mode
+        self.active_bone = self.armature.data.bones.active.name if self.armature.data.bones.active else None
+        view_layer.objects.active = self.armature
+        try:
+            bpy.ops.object.mode_set(mode="EDIT")
+        except RuntimeError as error:
+            view_layer.objects.active = self.active
+            raise RigError(f"Cannot edit the bones of '{self.armature.name}' (is it hidden?): {error}") from None
+        return self.armature.data.edit_bones
+
+    def __exit__(self, *exc):
+        bpy.ops.object.mode_set(mode=self.mode if self.mode in ("POSE", "OBJECT") else "OBJECT")
+        bones = self.armature.data.bones
+        bones.active = bones.get(self.active_bone) if self.active_bone else None
+        bpy.context.view_layer.objects.active = self.active
+        return False
+
+
+def _add_bones(armature, chain, spec, geometry, entry):
+    """The helper bones, in edit mode; records their names in ``entry``."""
+    data = armature.data
+    first = chain.names[0]
+    rotation, head = geometry["rotation"], geometry["head"]
+    l1, l2, l3 = geometry["lengths"]
+    size = float(l1 + l2 + l3)
+    y_axis = rotation[:, 1]
+    quarter = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # Rz(-90°): Y onto X
+    identity = np.eye(3)
+    # role: (rest rotation, rest head, length, parent role, mirrors the first bone's parent and flags)
+    layout = {
+        "base": (rotation, head, None, None, True),
+        "aim": (rotation, head, 0.25 * size, "base", False),
+        "upper": (rotation @ geometry["offsets"][0], head, l1, "aim", False),
+        "lower": (rotation @ geometry["offsets"][1], head + l1 * y_axis, l2, "upper", False),
+        "wrist": (rotation @ quarter, head + (l1 + l2) * y_axis, 0.1 * size, "lower", False),
+        "target": (identity, head, 0.25 * size, "base", False),
+        "goal": (identity, head - l3 * geometry["up"], 0.1 * size, "target", False),
+        "hand": (geometry["hand"], head, l3, "target", False),
+    }
+    if not geometry["rolled"]:
+        layout["tip"] = (geometry["hand"] @ geometry["offsets"][2], head, l3, "hand", False)
+    if spec.plane in BODY_FOLLOWING:
+        layout["normal"] = (rotation, head + geometry["rest_normal"] * 0.25 * size, 0.1 * size, "base", False)
+
+    with _EditMode(armature) as edit_bones:
+        source = edit_bones[first]
+        names = {}
+        for role, (bone_rotation, bone_head, length, parent, mirror) in layout.items():
+            bone = edit_bones.new(_bone_name(spec.name, role))
+            names[role] = bone.name
+            entry["bones"].append(bone.name)
+            bone.head = (0.0, 0.0, 0.0)
+            bone.tail = (0.0, float(length if length else source.length), 0.0)
+            bone.matrix = _matrix(bone_rotation, bone_head)
+            if mirror:  # B's pose must be A₁: the first bone's parent, rest and inheritance, no own rotation
+                bone.parent = source.parent
+                bone.tail, bone.roll = source.tail, source.roll
+                for flag in ("use_connect", "use_inherit_rotation", "inherit_scale", "use_local_location",
+                             "use_relative_parent"):
+                    setattr(bone, flag, getattr(source, flag))
+            else:
+                bone.parent = edit_bones[names[parent]]
+            bone.use_deform = False
+            for collection in list(bone.collections):  # new bones join the active collection
+                collection.unassign(bone)
+        collection = data.collections.get(entry["collection"])
+        for name in names.values():
+            collection.assign(edit_bones[name])
+    return names
+
+
+def _constraint(pose_bone, kind, role, entry=None, **settings):
+    constraint = pose_bone.constraints.new(kind)
+    constraint.name = f"{PREFIX} {role}"
+    for key in sorted(settings, key=lambda key: key not in ("target", "subtarget")):  # spaces need the target
+        setattr(constraint, key, settings[key])
+    if entry is not None:
+        entry["constraints"].append([pose_bone.name, constraint.name])
+    return constraint
+
+
+def _driver(entry, pose_bone, attribute, index, expression, variables):
+    fcurve = pose_bone.driver_add(attribute, index)
+    entry["drivers"].append([fcurve.data_path, index])
+    driver = fcurve.driver
+    driver.type = "SCRIPTED"
+    for name, kind, targets in variables:
+        variable = driver.variables.new()
+        variable.name, variable.type = name, kind
+        for target, settings in zip(variable.targets, targets):
+            for key, value in settings.items():
+                setattr(target, key, value)
+    driver.expression = expression
+    return fcurve
+
+
+def _add_rig(armature, chain, spec, geometry, names, entry):
+    """Constraints and drivers on the helpers and the chain's bones."""
+    bones = armature.pose.bones
+    helper = {role: bones[name] for role, name in names.items()}
+    for pose_bone in helper.values():
+        pose_bone.rotation_mode = "QUATERNION"
+    first = bones[chain.names[0]]
+
+    if not armature.data.bones[chain.names[0]].use_connect:  # B's head follows the first bone's location
+        for index in range(3):
+            _driver(entry, helper["base"], "location", index, "location", [
+                ("location", "SINGLE_PROP", [dict(id_type="OBJECT", id=armature,
+                                                  data_path=f"{bone_path(first.name, 'location')}[{index}]")])])
+
+    target = dict(target=spec.target, subtarget=spec.target_bone or "")
+    _constraint(helper["target"], "COPY_LOCATION", "target location", **target)
+    _constraint(helper["target"], "COPY_ROTATION", "target rotation", **target)
+
+    own = dict(target=armature)
+    _constraint(helper["aim"], "DAMPED_TRACK", "aim", subtarget=names["goal"], track_axis="TRACK_Y", **own)
+    if spec.plane in BODY_FOLLOWING:  # X = n; away from the rest side, n and b both flip (as the solver does)
+        side = dict(subtarget=names["normal"], track_axis="TRACK_NEGATIVE_X" if spec.bend == "AWAY" else "TRACK_X",
+                    **own)
+    else:
+        toward = spec.bend == "TOWARD" or (spec.bend == "REST" and (spec.plane == "POLE" or chain.rest_toward))
+        reference = (dict(target=spec.pole, subtarget=spec.pole_bone or "") if spec.plane == "POLE"
+                     else dict(subtarget=names["target"], **own))
+        side = dict(track_axis="TRACK_Z" if toward else "TRACK_NEGATIVE_Z", **reference)
+    _constraint(helper["aim"], "LOCKED_TRACK", "bend plane", lock_axis="LOCK_Y", **side)
+
+    # θ0 and θ1 from the law of cosines on q = |P_T - O| in A₁'s units: the Distance variable is in world
+    # space, so q = distance / (world scale of B). Clamped: the closest pose out of reach (seed 001).
+    l1, l2, _ = (float(v) for v in geometry["lengths"])
+    variables = [
+        ("distance", "LOC_DIFF", [dict(id=armature, bone_target=names["base"], transform_space="WORLD_SPACE"),
+                                  dict(id=armature, bone_target=names["goal"], transform_space="WORLD_SPACE")]),
+        ("scale", "TRANSFORMS", [dict(id=armature, bone_target=names["base"], transform_type="SCALE_AVG",
+                                      transform_space="WORLD_SPACE")]),
+    ]
+    theta0 = (f"acos(clamp((distance*distance+{_number(l1 * l1 - l2 * l2)}*scale*scale)/"
+              f"(max(distance*scale,{_number(_TINY)})*{_number(2.0 * l1)}),-1,1))")
+    theta1 = (f"-acos(clamp((distance*distance-{_number(l1 * l1 + l2 * l2)}*scale*scale)/"
+              f"(max(scale*scale,{_number(_TINY)})*{_number(2.0 * l1 * l2)}),-1,1))")
+    for role, offset, expression in (("upper", geometry["offsets"][0], theta0),
+                                     ("lower", geometry["offsets"][1], theta1)):
+        pose_bone = helper[role]
+        pose_bone.rotation_mode = "AXIS_ANGLE"
+        pose_bone.rotation_axis_angle = [0.0] + [float(v) for v in offset.T @ np.array([1.0, 0.0, 0.0])]
+        _driver(entry, pose_bone, "rotation_axis_angle", 0, expression, variables)
+
+    pose = dict(owner_space="POSE", target_space="POSE", **own)
+    _constraint(helper["hand"], "COPY_LOCATION", "wrist", subtarget=names["wrist"], **pose)
+    if not geometry["rolled"]:
+        _constraint(helper["hand"], "LOCKED_TRACK", "bend normal", subtarget=names["wrist"], head_tail=1.0,
+                    lock_axis="LOCK_Y", track_axis="TRACK_X", **own)
+    sources = (names["upper"], names["lower"], names["hand"] if geometry["rolled"] else names["tip"])
+    for bone_name, source in zip(chain.names, sources):
+        _constraint(bones[bone_name], "COPY_TRANSFORMS", f"{spec.name}", entry, subtarget=source, **pose)
+
+
+def build(armature, chain, spec):
+    """Build the rig of one chain. ``chain``: the validated Chain (rig.read_chain; the caller has also
+    run the solver's other refusals, check_target); ``spec``: its settings (name, target, target_bone,
+    up_axis, plane 'TARGET'/'POLE'/'PARENT', pole, pole_bone, bend, roll_axis). Raises RigError,
+    changing nothing, on a chain the rig cannot be built for."""
+    _check(armature, chain, spec)
+    record = _record(armature)
+    data = armature.data
+    entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],
+             # whether the armature had animation data before any rig: the last rig removed clears it if not
+             "animation_data": (armature.animation_data is not None
+                                and all(e["animation_data"] for e in record.values()))}
+    collection_name = next((e["collection"] for e in record.values() if e["collection"] in data.collections), None)
+    created_collection = collection_name is None
+    if created_collection:
+        active_index = data.collections.active_index
+        collection = data.collections.new(COLLECTION)
+        collection.is_visible = False
+        data.collections.active_index = active_index
+        collection_name = collection.name
+        entry["collection_active_index"] = active_index
+    else:  # shared with the chains' rigs built before: whichever is removed last restores the active one
+        entry["collection_active_index"] = next(e["collection_active_index"] for e in record.values()
+                                                if e["collection"] == collection_name)
+    entry["collection"] = collection_name
+    record[spec.name] = entry
+    try:
+        geometry = _rest_geometry(chain, spec)
+        names = _add_bones(armature, chain, spec, geometry, entry)
+        _add_rig(armature, chain, spec, geometry, names, entry)
+    except BaseException:
+        _write_record(armature, record)
+        remove(armature, spec.name)
+        raise
+    _write_record(armature, record)
+    bpy.context.view_layer.update()
+
+
+def remove(armature, chain_name):
+    """Delete every bone, constraint, driver and property the chain's rig added. Returns False when the
+    chain has no rig; raises RigError, changing nothing, when its bones are linked from a library."""
+    record = _record(armature)
+    entry = record.pop(chain_name, None)
+    if entry is None:
+        return False
+    if armature.data.library is not None or armature.data.override_library is not None:
+        raise RigError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
+                       "library file, or mute it here")
+    data = armature.data
+    doomed = [name for name in entry["bones"] if name in data.bones]
+    # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
+    # driver paths, not in the record.
+    helper_paths = tuple(bone_path(name, "") for name in doomed)
+    for pose_bone, constraint in rig_constraints(armature, chain_name):
+        pose_bone.constraints.remove(constraint)
+    for pose_bone in armature.pose.bones:
+        for constraint in list(pose_bone.constraints):
+            if (constraint.name.startswith(PREFIX) and getattr(constraint, "target", None) == armature
+                    and getattr(constraint, "subtarget", "") in doomed):
+                pose_bone.constraints.remove(constraint)
+    animation = armature.animation_data
+    if animation is not None:
+        for data_path, index in entry["drivers"]:
+            fcurve = animation.drivers.find(data_path, index=index)
+            if fcurve is not None:
+                animation.drivers.remove(fcurve)
+        for fcurve in [f for f in animation.drivers if f.data_path.startswith(helper_paths)]:
+            animation.drivers.remove(fcurve)
+    if doomed:
+        with _EditMode(armature) as edit_bones:
+            for name in doomed:
+                edit_bones.remove(edit_bones[name])
+    collection = data.collections.get(entry["collection"])
+    if (collection is not None and not any(e["collection"] == entry["collection"] for e in record.values())
+            and not collection.bones):
+        active_index = data.collections.active_index
+        data.collections.remove(collection)
+        data.collections.active_index = entry.get("collection_active_index", active_index)
+    animation = armature.animation_data
+    if (not entry["animation_data"] and animation is not None and animation.action is None
+            and not animation.drivers and not animation.nla_tracks):
+        armature.animation_data_clear()
+    _write_record(armature, record)
+    bpy.context.view_layer.update()
+    return True
