@@ -36,7 +36,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from .rig import AXES, RigError, bone_path, frames, matrix_array
+from .chain import AXES, ChainError, bone_path, frames, matrix_array
 
 # The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
 BODY_FOLLOWING = ("PARENT", "NORMAL")
@@ -101,40 +101,40 @@ def _check(armature, chain, spec):
     """The rig's own refusals (the solver's are the caller's: read_chain and check_target first)."""
     name = spec.name
     if not name:
-        raise RigError("The chain needs a name to build a rig for it")
+        raise ChainError("The chain needs a name to build a rig for it")
     if is_built(armature, name):
-        raise RigError(f"Chain '{name}' already has a rig; remove it first")
+        raise ChainError(f"Chain '{name}' already has a rig; remove it first")
     if armature.data.library is not None or armature.data.override_library is not None:
-        raise RigError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
+        raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
                        "library file, where its bones can be edited")
     if np.linalg.det(matrix_array(armature.matrix_world)[:3, :3]) < 0.0:
         # Locked Track builds a right-handed frame in world space: under a mirroring object it flips the bones.
-        raise RigError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
+        raise ChainError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
                        "constraints do not support; give it a positive scale")
     if spec.plane not in PLANES:
-        raise RigError(f"Unknown plane '{spec.plane}'")
+        raise ChainError(f"Unknown plane '{spec.plane}'")
     if spec.plane == "POLE" and spec.pole is None:
-        raise RigError("Set the pole")
+        raise ChainError("Set the pole")
     if spec.target is None:
-        raise RigError("Set the target")
+        raise ChainError("Set the target")
     target = matrix_array(spec.target.matrix_world)
     if spec.target_bone and spec.target_bone in getattr(spec.target.pose, "bones", ()):
         target = target @ matrix_array(spec.target.pose.bones[spec.target_bone].matrix)
     if np.linalg.det(target[:3, :3]) < 0.0:
         # Copy Rotation takes no rotation a solve would agree with out of a mirroring matrix.
-        raise RigError(f"The target '{spec.target.name}' has a negative (mirroring) scale, which the rig's Copy "
+        raise ChainError(f"The target '{spec.target.name}' has a negative (mirroring) scale, which the rig's Copy "
                        "Rotation cannot follow; give it a positive scale")
     for role, obj, bone_name in (("target", spec.target, spec.target_bone),
                                  ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
         if obj is not None and bone_name and (obj.type != "ARMATURE" or bone_name not in obj.data.bones):
-            raise RigError(f"The {role} '{obj.name}' has no bone named '{bone_name}'")
+            raise ChainError(f"The {role} '{obj.name}' has no bone named '{bone_name}'")
         if obj == armature and bone_name:
             bone = armature.data.bones[bone_name]
             if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
-                raise RigError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
+                raise ChainError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
                                "dependency cycle in the rig); choose a bone outside the chain")
     if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
-        raise RigError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
+        raise ChainError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
 
 
 def _rest_geometry(chain, spec):
@@ -191,7 +191,7 @@ class _EditMode:
             bpy.ops.object.mode_set(mode="EDIT")
         except RuntimeError as error:
             view_layer.objects.active = self.active
-            raise RigError(f"Cannot edit the bones of '{self.armature.name}' (is it hidden?): {error}") from None
+            raise ChainError(f"Cannot edit the bones of '{self.armature.name}' (is it hidden?): {error}") from None
         return self.armature.data.edit_bones
 
     def __exit__(self, *exc):
@@ -343,7 +343,7 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
 def build(armature, chain, spec):
     """Build the rig of one chain. ``chain``: the validated Chain (rig.read_chain; the caller has also
     run the solver's other refusals, check_target); ``spec``: its settings (name, target, target_bone,
-    up_axis, plane 'TARGET'/'POLE'/'PARENT', pole, pole_bone, bend, roll_axis). Raises RigError,
+    up_axis, plane 'TARGET'/'POLE'/'PARENT', pole, pole_bone, bend, roll_axis). Raises ChainError,
     changing nothing, on a chain the rig cannot be built for."""
     _check(armature, chain, spec)
     record = _record(armature)
@@ -380,13 +380,13 @@ def build(armature, chain, spec):
 
 def remove(armature, chain_name):
     """Delete every bone, constraint, driver and property the chain's rig added. Returns False when the
-    chain has no rig; raises RigError, changing nothing, when its bones are linked from a library."""
+    chain has no rig; raises ChainError, changing nothing, when its bones are linked from a library."""
     record = _record(armature)
     entry = record.pop(chain_name, None)
     if entry is None:
         return False
     if armature.data.library is not None or armature.data.override_library is not None:
-        raise RigError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
+        raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
                        "library file, or mute it here")
     data = armature.data
     doomed = [name for name in entry["bones"] if name in data.bones]

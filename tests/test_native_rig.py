@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from blender_ik_addon import native_rig, rig
+from blender_ik_addon import chain as rig, native_rig
+from blender_ik_addon.chain import ChainSpec
 from rigs import (add_empty, build_arm, chain_length_world, random_direction, random_rig, reachable_target)
 
 POSITION_TOLERANCE = 1e-5  # of the chain's length
@@ -24,7 +25,7 @@ def make_spec(target, name="arm", **settings):
 
 def solve_options(spec, plane=None, bend=None):
     """The Python solve's settings for ``spec``."""
-    return rig.Options(spec.up_axis, plane or spec.plane, bend or spec.bend, spec.roll_axis)
+    return ChainSpec(up_axis=spec.up_axis, plane=plane or spec.plane, bend=bend or spec.bend, roll_axis=spec.roll_axis)
 
 
 def build(bpy, obj, spec, tip="b3"):
@@ -335,7 +336,7 @@ def test_a_library_override_of_a_linked_rig_follows(blender, tmp_path):
     for _ in range(3):
         target.location, target.rotation_euler = reachable_target(rng, obj, up_axis="-X")
         assert_rig_matches_solve(bpy, obj, spec)
-    with pytest.raises(rig.RigError, match="remove the rig in the library file"):
+    with pytest.raises(rig.ChainError, match="remove the rig in the library file"):
         native_rig.remove(obj, "arm")  # its bones are the library's
     assert native_rig.is_built(obj, "arm")
     assert_rig_matches_solve(bpy, obj, spec)
@@ -420,7 +421,7 @@ def test_refused_builds_change_nothing(blender, case, message):
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3") if case != "built" else chain_without_rig(obj)
     before = armature_state(obj)
-    with pytest.raises(rig.RigError, match=message):
+    with pytest.raises(rig.ChainError, match=message):
         native_rig.build(obj, chain, spec)
     assert armature_state(obj) == before
 
@@ -461,7 +462,7 @@ def test_a_built_chain_is_refused_by_the_python_solve_until_muted(blender):
     bpy = blender
     obj = build_arm()
     build(bpy, obj, make_spec(add_empty(location=(0.8, 0.3, 1.0))))
-    with pytest.raises(rig.RigError, match="has constraints"):
+    with pytest.raises(rig.ChainError, match="has constraints"):
         rig.read_chain(obj, "b3")
     native_rig.set_muted(obj, "arm", True)
     rig.read_chain(obj, "b3")
