@@ -39,6 +39,7 @@ class BakeResult:
     reasons: list = field(default_factory=list)  # why something was sampled per frame
     seconds: float = 0.0
     live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
+    rigs_muted: list = field(default_factory=list)  # chains whose built rig the operator muted
 
     @property
     def unreachable(self):
@@ -61,6 +62,8 @@ class BakeResult:
         text += "; " + "; ".join(notes) if notes else ", all in reach"
         if self.live_turned_off:
             text += f"; Live turned off on {', '.join(self.live_turned_off)} so the keys drive the pose"
+        if self.rigs_muted:
+            text += f"; the built rig of {', '.join(self.rigs_muted)} muted so the keys show (Build Rig unmutes)"
         return text
 
 

@@ -19,7 +19,7 @@ touches no ``bpy.data`` (Blender restricts it while add-ons register); the first
 import bpy
 from bpy.app.handlers import persistent
 
-from . import props, runtime
+from . import native_rig, props, runtime
 from .chain import ChainError, chain_names, check_target, order, pose_chain, read_chain, solve_current
 
 # Runtime state only (nothing here is saved).
@@ -71,6 +71,10 @@ def solve_live(armature, scene, force=False):
         spec = props.chain_spec(chain_settings)
         inputs = _inputs(armature, spec, scene)
         if not force and _last_inputs.get((armature.name, spec.label)) == inputs:
+            continue
+        if native_rig.is_built(armature, spec.label) and not all(
+                constraint.mute for _, constraint in native_rig.rig_constraints(armature, spec.label)):
+            errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
             continue
         try:
             chain = read_chain(armature, spec.tip_bone)

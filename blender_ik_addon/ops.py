@@ -5,7 +5,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from . import bake, props, runtime
+from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, evaluate_now, pose_chain, prepare, read_chain,
                     rotation_values, set_rotation, solve_current, verify_pose)
 from .report import distance_text
@@ -112,6 +112,11 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         chosen = _chain_settings(armature, self.chains)
+        built = [c.name for c in _built_settings(armature, chosen) if rig_state(armature, c) != "MUTED"]
+        if built:
+            raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
+                             f"{'have' if len(built) > 1 else 'has'} a built rig, which solves by itself; remove "
+                             "the rig to pose with Solve")
         _, solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         for spec, chain, solve in solved:
             runtime.store_solution(armature.name, spec.label, solve.solution)
@@ -440,6 +445,117 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def rig_signature(armature, chain_settings):
+    """What a built rig encodes: the chain's settings and its bones' rest geometry. A rig built from other
+    values is out of date."""
+    spec = props.chain_spec(chain_settings)
+    bones = []
+    try:
+        names = chain_names(armature, spec.tip_bone)
+        bones = [(name, [round(v, 5) for row in armature.data.bones[name].matrix_local for v in row],
+                  round(armature.data.bones[name].length, 5)) for name in names]
+    except ChainError:
+        pass
+    goals = [(obj.name if obj is not None else "", bone) for obj, bone in
+             ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone))]
+    return repr((spec.tip_bone, goals, spec.up_axis, spec.plane, spec.bend, spec.roll_axis, bones))
+
+
+def rig_state(armature, chain_settings):
+    """'NONE', 'BUILT', 'MUTED' (after a bake: the keys drive the chain) or 'STALE' (a setting or the rest
+    pose changed since it was built)."""
+    name = chain_settings.name or chain_settings.tip_bone
+    if not native_rig.is_built(armature, name):
+        return "NONE"
+    if all(constraint.mute for _, constraint in native_rig.rig_constraints(armature, name)):
+        return "MUTED"
+    return "BUILT" if chain_settings.rig_signature == rig_signature(armature, chain_settings) else "STALE"
+
+
+def _built_settings(armature, chosen):
+    return [chain_settings for chain_settings in chosen
+            if native_rig.is_built(armature, chain_settings.name or chain_settings.tip_bone)]
+
+
+class _MutedRigs:
+    """Mute the built rigs of some chains (their chain bones go back to their own channels), and put them
+    back on leaving unless told to keep them muted."""
+
+    def __init__(self, armature, chosen):
+        self.armature = armature
+        self.names = [c.name or c.tip_bone for c in _built_settings(armature, chosen)]
+        self.muted = {}
+        self.keep = False
+
+    def __enter__(self):
+        for name in self.names:
+            self.muted[name] = [constraint.mute for _, constraint in native_rig.rig_constraints(self.armature, name)]
+            native_rig.set_muted(self.armature, name, True)
+        return self
+
+    def __exit__(self, *exc):
+        if not self.keep:
+            for name, states in self.muted.items():
+                for (_, constraint), mute in zip(native_rig.rig_constraints(self.armature, name), states):
+                    constraint.mute = mute
+        return False
+
+
+class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
+    """Build the chains as constraints and drivers Blender evaluates by itself: renders, playback, files opened
+    without the add-on or with scripts disabled, and overridden rigs show the solved pose (rebuilds a rig
+    that is already built)"""
+
+    bl_idname = "blender_ik.build_rig"
+    bl_label = "Build Rig"
+
+    chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
+                                   description="Which chains to build a rig for")
+
+    def run(self, context, armature):
+        chosen = _chain_settings(armature, self.chains)
+        for chain_settings in chosen:
+            if not chain_settings.name:
+                chain_settings.name = chain_settings.tip_bone
+        specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
+        with _MutedRigs(armature, chosen):  # a chain's own rig is not one of the constraints it refuses
+            evaluate_now()
+            levels = prepare(armature, specs)  # every refusal of the solve applies before anything is built
+        read = {spec: chain for level in levels for spec, chain in level}
+        for chain_settings, spec in zip(chosen, specs):
+            native_rig.remove(armature, spec.label)
+            try:
+                native_rig.build(armature, read[spec], spec)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
+            chain_settings.rig_signature = rig_signature(armature, chain_settings)
+            chain_settings.live = False  # the rig follows the target now
+        evaluate_now()
+        self.report({"INFO"}, f"Built the rig of {', '.join(spec.label for spec in specs)}: Blender evaluates "
+                              f"{'them' if len(specs) > 1 else 'it'} without the add-on")
+        return {"FINISHED"}
+
+
+class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
+    """Remove the chains' built rigs: every bone, constraint, driver and property they added"""
+
+    bl_idname = "blender_ik.remove_rig"
+    bl_label = "Remove Rig"
+
+    chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
+                                   description="Which chains' rigs to remove")
+
+    def run(self, context, armature):
+        chosen = _built_settings(armature, _chain_settings(armature, self.chains))
+        if not chosen:
+            raise ChainError("None of these chains has a built rig")
+        for chain_settings in chosen:
+            native_rig.remove(armature, chain_settings.name or chain_settings.tip_bone)
+            chain_settings.rig_signature = ""
+        self.report({"INFO"}, f"Removed the rig of {', '.join(c.name for c in chosen)}")
+        return {"FINISHED"}
+
+
 def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
              progress=None, names=None, specs=None):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
@@ -462,7 +578,11 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
                                  f"(its chains: {known})")
             chosen = [by_name[name] for name in names]
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
-    result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress)
+    # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted.
+    with _MutedRigs(armature, chosen) as muted:
+        result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress)
+        muted.keep = True
+    result.rigs_muted = muted.names
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
     bones = {name for chain in result.chains for name in chain.bones}
     for chain_settings in armature.blender_ik.chains:
@@ -520,7 +640,8 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
 
 classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake, BLENDER_IK_OT_chain_add,
            BLENDER_IK_OT_chain_remove, BLENDER_IK_OT_chain_move, BLENDER_IK_OT_chains_from_selected,
-           BLENDER_IK_OT_chain_mirror, BLENDER_IK_OT_place_pole)
+           BLENDER_IK_OT_chain_mirror, BLENDER_IK_OT_place_pole, BLENDER_IK_OT_build_rig,
+           BLENDER_IK_OT_remove_rig)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 

@@ -89,6 +89,8 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
                             description="How the last bone rolls about its own length")
     live: BoolProperty(override=_OVERRIDABLE, name="Live", default=False, update=_live_changed,
                        description="Re-solve this chain whenever its target, pole, armature or the frame changes")
+    rig_signature: StringProperty(options={"HIDDEN"}, override=_OVERRIDABLE,
+                                  description="What the chain's built rig encodes, to tell when it is out of date")
 
 
 def _active(settings):

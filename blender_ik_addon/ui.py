@@ -7,9 +7,14 @@ import bpy
 from . import runtime
 from .bake import scene_range
 from .chain import ChainError, chain_names
+from .ops import rig_state
 from .report import distance_text
 
 STATUS_ICONS = {runtime.REACHED: "CHECKMARK", runtime.OUT_OF_REACH: "ORIENTATION_GLOBAL", runtime.ERROR: "ERROR"}
+RIG_ICONS = {"BUILT": "CONSTRAINT_BONE", "STALE": "ERROR", "MUTED": "HIDE_ON"}
+RIG_TEXT = {"BUILT": "Rig built: Blender evaluates this chain by itself",
+            "STALE": "Rig out of date (a setting or the rest pose changed): Build Rig again",
+            "MUTED": "Rig muted after a bake (the keys drive the chain): Build Rig to use it again"}
 ANGLE_LABELS = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
 
 
@@ -23,6 +28,8 @@ class BLENDER_IK_UL_chains(bpy.types.UIList):
         row.prop(item, "name", text="", emboss=False, icon="BONE_DATA")
         result = runtime.readout(armature.name, item.name or item.tip_bone)
         row.label(text="", icon=STATUS_ICONS.get(result.status, "BLANK1") if result else "BLANK1")
+        rig = rig_state(armature, item)
+        row.label(text="", icon=RIG_ICONS.get(rig, "BLANK1"))
         row.prop(item, "live", text="", emboss=False, icon="PAUSE" if item.live else "PLAY")
 
 
@@ -86,6 +93,13 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("blender_ik.add_target", icon="EMPTY_SINGLE_ARROW")
         row.prop(chain_settings, "live", toggle=True, icon="PAUSE" if chain_settings.live else "PLAY")
+        rig = rig_state(armature, chain_settings)
+        row = layout.row(align=True)
+        row.operator("blender_ik.build_rig", icon="CONSTRAINT_BONE",
+                     text="Rebuild Rig" if rig != "NONE" else "Build Rig").chains = "ACTIVE"
+        if rig != "NONE":
+            row.operator("blender_ik.remove_rig", icon="X", text="Remove Rig").chains = "ACTIVE"
+            layout.label(text=RIG_TEXT[rig], icon=RIG_ICONS[rig])
 
         box = layout.box()
         result = runtime.readout(armature.name, chain_settings.name or chain_settings.tip_bone)

@@ -64,11 +64,12 @@ class FakeLayout:
 
 ALL_OPERATORS = {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake", "blender_ik.chain_add",
                  "blender_ik.chain_remove", "blender_ik.chain_move", "blender_ik.chains_from_selected",
-                 "blender_ik.chain_mirror", "blender_ik.place_pole"}
+                 "blender_ik.chain_mirror", "blender_ik.place_pole", "blender_ik.build_rig"}
 CHAIN_SETTINGS = {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis", "live"}
 
 
-@pytest.mark.parametrize("state", ["no_chains", "fresh", "pole_solved", "bone_target", "out_of_reach", "error"])
+@pytest.mark.parametrize("state", ["no_chains", "fresh", "pole_solved", "bone_target", "out_of_reach", "error",
+                                   "rig_built", "rig_stale"])
 def test_panels_draw(blender, state):
     bpy = blender
     from blender_ik_addon import runtime, ui
@@ -88,6 +89,11 @@ def test_panels_draw(blender, state):
     if state == "error":
         settings.tip_bone = "b1"
         runtime.store_error(obj.name, settings.active_chain.name, "something to fix")
+    if state.startswith("rig_"):
+        settings.target = add_empty(location=(0.8, 0.2, 1.0))
+        assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+        if state == "rig_stale":
+            settings.up_axis = "X"
     context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
     assert ui.VIEW3D_PT_blender_ik.poll(context)
     log = []
@@ -103,8 +109,9 @@ def test_panels_draw(blender, state):
     assert ("pole" in drawn) == (state == "pole_solved")
     assert ("target_bone" in drawn) == (state == "bone_target")
     operators = {name for kind, name in log if kind == "operator"}
-    assert operators == ALL_OPERATORS - ({"blender_ik.add_target", "blender_ik.place_pole"} if state == "no_chains"
-                                         else set())
+    expected = ALL_OPERATORS | ({"blender_ik.remove_rig"} if state.startswith("rig_") else set())
+    assert operators == expected - ({"blender_ik.add_target", "blender_ik.place_pole", "blender_ik.build_rig"}
+                                    if state == "no_chains" else set())
     labels = " ".join(name for kind, name in log if kind == "label")
     icons = {icon for kind, icon in log if kind == "icon"}
     if state == "pole_solved":
@@ -115,5 +122,9 @@ def test_panels_draw(blender, state):
         assert "needs two ancestors" in labels and "something to fix" in labels and "ERROR" in icons
     if state == "no_chains":
         assert "Add a chain" in labels
+    if state == "rig_built":
+        assert "Rig built" in labels and "CONSTRAINT_BONE" in icons
+    if state == "rig_stale":
+        assert "Rig out of date" in labels
     empty = add_empty("NotAnArmature")
     assert not ui.VIEW3D_PT_blender_ik.poll(types.SimpleNamespace(active_object=empty))
