@@ -2,6 +2,7 @@
 the Python solve of the same chain, posed by Blender with the rig muted."""
 import math
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -23,9 +24,11 @@ def make_spec(target, name="arm", **settings):
     return SimpleNamespace(**values)
 
 
-def solve_options(spec, plane=None, bend=None):
-    """The Python solve's settings for ``spec``."""
-    return ChainSpec(up_axis=spec.up_axis, plane=plane or spec.plane, bend=bend or spec.bend, roll_axis=spec.roll_axis)
+def solve_options(spec):
+    """The add-on's settings for ``spec``, as the Python solve takes them."""
+    return ChainSpec(tip_bone="b3", target=spec.target, target_bone=spec.target_bone, up_axis=spec.up_axis,
+                     plane=spec.plane, pole=spec.pole, pole_bone=spec.pole_bone, bend=spec.bend,
+                     roll_axis=spec.roll_axis, name=spec.name)
 
 
 def build(bpy, obj, spec, tip="b3"):
@@ -55,29 +58,32 @@ def bone_frames(obj, names):
     return out
 
 
+def add_on_solve(chain, options):
+    """The add-on's own solve of the chain as posed now (its live mode's and Solve's call)."""
+    target, pole = rig.check_target(chain, options)
+    return rig.solve_chain(chain, rig.base_matrix(chain)[None], target[None], options,
+                           None if pole is None else pole[None, :3, 3], rig.current_normal(chain), carry_plane=False)
+
+
 def python_pose(bpy, obj, spec):
-    """Mute the rig, pose the chain with the Python solve, read Blender's pose, unmute: the expected pose."""
+    """Mute the rig, pose the chain with the add-on's Python solve, read Blender's pose, unmute: the expected
+    pose, and the add-on's solution (``degenerate``: it took its fallback plane)."""
     native_rig.set_muted(obj, spec.name, True)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3")
-    base = rig.base_matrix(chain)
-    target = goal_matrix(obj, spec.target, spec.target_bone)
-    if spec.plane == "PARENT":
-        # The rest normal carried by A₁, made ⟂ to the base→wrist line (flipped, with the side, for AWAY):
-        # the solve's fallback plane, which it takes with a pole on the base.
-        options = solve_options(spec, "POLE", "REST")
-        carried = base[:3, :3] @ chain.rest_normals[0]
-        pole, fallback = base[None, :3, 3], -carried if spec.bend == "AWAY" else carried
-    else:
-        options = solve_options(spec)
-        pole = goal_matrix(obj, spec.pole, spec.pole_bone)[None, :3, 3] if spec.plane == "POLE" else None
-        fallback = rig.current_normal(chain)
-    solve = rig.solve_chain(chain, base[None], target[None], options, pole, fallback, carry_plane=False)
+    options = solve_options(spec)
+    solve = add_on_solve(chain, options)
+    found = solve.solution
+    if spec.plane == "PARENT" and found.degenerate[0]:
+        # Near the carried normal the add-on holds the previous plane; the rig, which has no state, keeps
+        # following the carried normal there: the same solve without that cone.
+        with mock.patch.object(rig, "PARENT_SINGULAR_TOLERANCE", 0.0):
+            solve = add_on_solve(chain, options)
     rig.pose_chain(chain, solve.rotations[0])
     bpy.context.view_layer.update()
     expected = bone_frames(obj, chain.names)
     native_rig.set_muted(obj, spec.name, False)
-    return expected, solve.solution
+    return expected, found
 
 
 def rotation_angle(turn):
