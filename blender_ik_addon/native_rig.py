@@ -12,9 +12,14 @@ Helper bones are named ``IKR-<chain>-<role>``:
 ``aim``     child of ``base``: Damped Track Y at ``goal`` (``a``), then Locked Track turns Z to the
             middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
             ``l3·û`` rejected from ``a``) or the pole (POLE), or turns X to the first bone's rest bend
-            normal carried by ``base`` (PARENT, through the ``normal`` helper; bend REST and TOWARD keep
-            the rest side, AWAY flips ``n`` and ``b``). So X = ``n``, Y = ``a``.
-``upper``   child of ``aim``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on
+            normal ``N`` carried by ``base`` (PARENT, through the ``normal`` helper), which puts Z on the
+            rest side ``N × a``. So X = ``n``, Y = ``a``.
+``side``    PARENT with bend TOWARD or AWAY only: child of ``aim``, turned 180° about ``a`` (``n`` and
+            ``b`` flip, as the solver's ``bend_toward=False``) by a driver on the sign of ``û·b``, which
+            ``probe`` (another child of ``aim``, on the target's head) reads as its local Z: the solve's
+            ``(N × (P_T - O))·û >= 0``. The solve holds its previous plane within 5° of ``N``; the rig
+            holds no state and keeps following ``N`` made ⟂ ``a`` there (the solve without that cone).
+``upper``   child of ``side`` (or ``aim``), turned by ``θ0`` about ``n`` (a driver: the law of cosines on
             ``|P_T - O|``; clamped, it gives seed 001's closest pose out of reach).
 ``lower``   child of ``upper`` at the middle joint, turned by ``-θ1``; ``wrist``, its child, sits where the
             chain's wrist is, its tail along ``n``.
