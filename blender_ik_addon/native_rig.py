@@ -12,9 +12,14 @@ Helper bones are named ``IKR-<chain>-<role>``:
 ``aim``     child of ``base``: Damped Track Y at ``goal`` (``a``), then Locked Track turns Z to the
             middle joint's side ``b``: toward the target (plane TARGET: ``E - O`` rejected from ``a`` is
             ``l3·û`` rejected from ``a``) or the pole (POLE), or turns X to the first bone's rest bend
-            normal carried by ``base`` (PARENT, through the ``normal`` helper; bend REST and TOWARD keep
-            the rest side, AWAY flips ``n`` and ``b``). So X = ``n``, Y = ``a``.
-``upper``   child of ``aim``, turned by ``θ0`` about ``n`` (a driver: the law of cosines on
+            normal ``N`` carried by ``base`` (PARENT, through the ``normal`` helper), which puts Z on the
+            rest side ``N × a``. So X = ``n``, Y = ``a``.
+``side``    PARENT with bend TOWARD or AWAY only: child of ``aim``, turned 180° about ``a`` (``n`` and
+            ``b`` flip, as the solver's ``bend_toward=False``) by a driver on the sign of ``û·b``, which
+            ``probe`` (another child of ``aim``, on the target's head) reads as its local Z: the solve's
+            ``(N × (P_T - O))·û >= 0``. The solve holds its previous plane within 5° of ``N``; the rig
+            holds no state and keeps following ``N`` made ⟂ ``a`` there (the solve without that cone).
+``upper``   child of ``side`` (or ``aim``), turned by ``θ0`` about ``n`` (a driver: the law of cosines on
             ``|P_T - O|``; clamped, it gives seed 001's closest pose out of reach).
 ``lower``   child of ``upper`` at the middle joint, turned by ``-θ1``; ``wrist``, its child, sits where the
             chain's wrist is, its tail along ``n``.
@@ -31,6 +36,7 @@ What was added is recorded, per chain, in a JSON custom property of the armature
 :func:`remove` deletes exactly that and nothing else.
 """
 import json
+import math
 
 import bpy
 import numpy as np
@@ -48,6 +54,8 @@ PREFIX = "IKR"  # helper bones "IKR-<chain>-<role>", constraints "IKR <role>"
 _HELPER_TO_SOLVED = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 # Guards inside driver expressions: a division by zero or acos out of range would disable the driver.
 _TINY = 1e-30
+# The probe's reading of l3·(û·b) that still counts as û's side (a tie), relative to the chain's length.
+_SIDE_BIAS = 1e-6
 _MAX_NAME = 63  # Blender's limit on bone and constraint names (bytes)
 
 
@@ -227,6 +235,10 @@ def _add_bones(armature, chain, spec, geometry, entry):
         layout["tip"] = (geometry["hand"] @ geometry["offsets"][2], head, l3, "hand", False)
     if spec.plane in BODY_FOLLOWING:
         layout["normal"] = (rotation, head + geometry["rest_normal"] * 0.25 * size, 0.1 * size, "base", False)
+        if spec.bend != "REST":  # the side is chosen per evaluation: a probe of û's side, a turn about a
+            layout["probe"] = (rotation, head, 0.1 * size, "aim", False)
+            layout["side"] = (rotation, head, 0.25 * size, "aim", False)
+            layout["upper"] = layout["upper"][:3] + ("side", False)
 
     with _EditMode(armature) as edit_bones:
         source = edit_bones[first]
@@ -244,11 +256,12 @@ def _add_bones(armature, chain, spec, geometry, entry):
                 for flag in ("use_connect", "use_inherit_rotation", "inherit_scale", "use_local_location",
                              "use_relative_parent"):
                     setattr(bone, flag, getattr(source, flag))
-            else:
-                bone.parent = edit_bones[names[parent]]
             bone.use_deform = False
             for collection in list(bone.collections):  # new bones join the active collection
                 collection.unassign(bone)
+        for role, (_, _, _, parent, mirror) in layout.items():  # all made first: "upper" may hang from "side"
+            if not mirror:
+                edit_bones[names[role]].parent = edit_bones[names[parent]]
         collection = data.collections.get(entry["collection"])
         for name in names.values():
             collection.assign(edit_bones[name])
@@ -280,6 +293,25 @@ def _driver(entry, pose_bone, attribute, index, expression, variables):
     return fcurve
 
 
+def _add_side(entry, armature, helper, names, spec, geometry):
+    """PARENT with bend TOWARD or AWAY: the solve bends toward the side of the carried plane that û is on
+    (``(N × (P_T - O))·û >= 0``), or away from it. ``aim`` has X = ``n``, Y = ``a``, Z = ``b`` on the rest
+    side; ``probe`` (its child, on the target's head) reads ``(E - O)·b = l3·(û·b)`` in aim's frame, as
+    ``P_T - O`` is along ``a``. ``side`` turns 180° about ``a`` when the solve takes the other side: ``n``
+    and ``b`` flip together, as the solver's ``bend_toward=False`` does."""
+    _constraint(helper["probe"], "COPY_LOCATION", "target side", target=armature, subtarget=names["target"])
+    side = helper["side"]
+    side.rotation_mode = "AXIS_ANGLE"
+    side.rotation_axis_angle = (0.0, 0.0, 1.0, 0.0)
+    # A tie (û in the plane of n and a, e.g. along a) counts as û's side in the solve: the bias, far above
+    # float32 noise and far below any real side (in the probe's rest units), keeps it so in the rig.
+    bias = _number(_SIDE_BIAS * float(np.sum(geometry["lengths"])))
+    flip = f"side<-{bias}" if spec.bend == "TOWARD" else f"side>=-{bias}"
+    _driver(entry, side, "rotation_axis_angle", 0, f"{_number(math.pi)}*({flip})", [
+        ("side", "TRANSFORMS", [dict(id=armature, bone_target=names["probe"], transform_type="LOC_Z",
+                                     transform_space="LOCAL_SPACE")])])
+
+
 def _add_rig(armature, chain, spec, geometry, names, entry):
     """Constraints and drivers on the helpers and the chain's bones."""
     bones = armature.pose.bones
@@ -300,15 +332,16 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
 
     own = dict(target=armature)
     _constraint(helper["aim"], "DAMPED_TRACK", "aim", subtarget=names["goal"], track_axis="TRACK_Y", **own)
-    if spec.plane in BODY_FOLLOWING:  # X = n; away from the rest side, n and b both flip (as the solver does)
-        side = dict(subtarget=names["normal"], track_axis="TRACK_NEGATIVE_X" if spec.bend == "AWAY" else "TRACK_X",
-                    **own)
+    if spec.plane in BODY_FOLLOWING:  # X = n, Z = b on the rest side; "side" turns them to the other side
+        side = dict(subtarget=names["normal"], track_axis="TRACK_X", **own)
     else:
         toward = spec.bend == "TOWARD" or (spec.bend == "REST" and (spec.plane == "POLE" or chain.rest_toward))
         reference = (dict(target=spec.pole, subtarget=spec.pole_bone or "") if spec.plane == "POLE"
                      else dict(subtarget=names["target"], **own))
         side = dict(track_axis="TRACK_Z" if toward else "TRACK_NEGATIVE_Z", **reference)
     _constraint(helper["aim"], "LOCKED_TRACK", "bend plane", lock_axis="LOCK_Y", **side)
+    if "side" in helper:
+        _add_side(entry, armature, helper, names, spec, geometry)
 
     # θ0 and θ1 from the law of cosines on q = |P_T - O| in A₁'s units: the Distance variable is in world
     # space, so q = distance / (world scale of B). Clamped: the closest pose out of reach (seed 001).

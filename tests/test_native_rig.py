@@ -2,6 +2,7 @@
 the Python solve of the same chain, posed by Blender with the rig muted."""
 import math
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -23,9 +24,11 @@ def make_spec(target, name="arm", **settings):
     return SimpleNamespace(**values)
 
 
-def solve_options(spec, plane=None, bend=None):
-    """The Python solve's settings for ``spec``."""
-    return ChainSpec(up_axis=spec.up_axis, plane=plane or spec.plane, bend=bend or spec.bend, roll_axis=spec.roll_axis)
+def solve_options(spec):
+    """The add-on's settings for ``spec``, as the Python solve takes them."""
+    return ChainSpec(tip_bone="b3", target=spec.target, target_bone=spec.target_bone, up_axis=spec.up_axis,
+                     plane=spec.plane, pole=spec.pole, pole_bone=spec.pole_bone, bend=spec.bend,
+                     roll_axis=spec.roll_axis, name=spec.name)
 
 
 def build(bpy, obj, spec, tip="b3"):
@@ -55,29 +58,32 @@ def bone_frames(obj, names):
     return out
 
 
+def add_on_solve(chain, options):
+    """The add-on's own solve of the chain as posed now (its live mode's and Solve's call)."""
+    target, pole = rig.check_target(chain, options)
+    return rig.solve_chain(chain, rig.base_matrix(chain)[None], target[None], options,
+                           None if pole is None else pole[None, :3, 3], rig.current_normal(chain), carry_plane=False)
+
+
 def python_pose(bpy, obj, spec):
-    """Mute the rig, pose the chain with the Python solve, read Blender's pose, unmute: the expected pose."""
+    """Mute the rig, pose the chain with the add-on's Python solve, read Blender's pose, unmute: the expected
+    pose, and the add-on's solution (``degenerate``: it took its fallback plane)."""
     native_rig.set_muted(obj, spec.name, True)
     bpy.context.view_layer.update()
     chain = rig.read_chain(obj, "b3")
-    base = rig.base_matrix(chain)
-    target = goal_matrix(obj, spec.target, spec.target_bone)
-    if spec.plane == "PARENT":
-        # The rest normal carried by A₁, made ⟂ to the base→wrist line (flipped, with the side, for AWAY):
-        # the solve's fallback plane, which it takes with a pole on the base.
-        options = solve_options(spec, "POLE", "REST")
-        carried = base[:3, :3] @ chain.rest_normals[0]
-        pole, fallback = base[None, :3, 3], -carried if spec.bend == "AWAY" else carried
-    else:
-        options = solve_options(spec)
-        pole = goal_matrix(obj, spec.pole, spec.pole_bone)[None, :3, 3] if spec.plane == "POLE" else None
-        fallback = rig.current_normal(chain)
-    solve = rig.solve_chain(chain, base[None], target[None], options, pole, fallback, carry_plane=False)
+    options = solve_options(spec)
+    solve = add_on_solve(chain, options)
+    found = solve.solution
+    if spec.plane == "PARENT" and found.degenerate[0]:
+        # Near the carried normal the add-on holds the previous plane; the rig, which has no state, keeps
+        # following the carried normal there: the same solve without that cone.
+        with mock.patch.object(rig, "PARENT_SINGULAR_TOLERANCE", 0.0):
+            solve = add_on_solve(chain, options)
     rig.pose_chain(chain, solve.rotations[0])
     bpy.context.view_layer.update()
     expected = bone_frames(obj, chain.names)
     native_rig.set_muted(obj, spec.name, False)
-    return expected, solve.solution
+    return expected, found
 
 
 def rotation_angle(turn):
@@ -87,7 +93,8 @@ def rotation_angle(turn):
 
 
 def assert_rig_matches_solve(bpy, obj, spec):
-    expected, _ = python_pose(bpy, obj, spec)
+    """Blender's pose of the chain with the rig is the add-on's solve; returns the add-on's solution."""
+    expected, found = python_pose(bpy, obj, spec)
     bpy.context.view_layer.update()  # one update after the change: no lag
     actual = bone_frames(obj, ("b1", "b2", "b3"))
     length = chain_length_world(obj)
@@ -97,6 +104,7 @@ def assert_rig_matches_solve(bpy, obj, spec):
         assert np.linalg.norm(tail - want_tail) < POSITION_TOLERANCE * length, name
         assert rotation_angle(rotation.T @ want_rotation) < ANGLE_TOLERANCE, name
     assert_drivers_alive(obj)
+    return found
 
 
 def assert_drivers_alive(obj):
@@ -147,6 +155,76 @@ def test_random_rigs_match_the_python_solve(blender, seed, plane):
     # The chain's parent moves: the base, the carried plane and the scale follow.
     obj.pose.bones["root"].rotation_euler = tuple(rng.uniform(-1.0, 1.0, 3))
     assert_rig_matches_solve(bpy, obj, spec)
+
+
+def carried_plane(bpy, obj):
+    """Before the build: the base O and the rest hinge normal N carried by the chain's parent (armature space)."""
+    bpy.context.view_layer.update()
+    chain = rig.read_chain(obj, "b3")
+    base = rig.base_matrix(chain)
+    return base[:3, 3], base[:3, :3] @ chain.rest_normals[0] / np.linalg.norm(base[:3, 0]), chain
+
+
+def aim_target(target, wrist, up, l3):
+    """Put the target where the wrist is ``wrist`` and its Z axis (the up axis) is ``up``."""
+    from mathutils import Vector  # with bpy loaded (the blender fixture)
+    target.location = tuple(wrist + l3 * up)
+    target.rotation_euler = Vector(tuple(up)).to_track_quat("Z", "Y").to_euler()
+
+
+def middle_joint_side(obj, origin, side):
+    """Which side of the line (+1: toward ``side``) Blender shows the middle joint on."""
+    return 1 if float(np.dot(np.array(obj.pose.bones["b2"].head) - origin, side)) > 0.0 else -1
+
+
+@pytest.mark.parametrize("bend", ["REST", "TOWARD", "AWAY"])
+def test_parent_plane_bends_toward_or_away_from_the_up_axis(blender, bend):
+    """PARENT: the carried plane, and per evaluation the side of it the target's up axis is on (TOWARD),
+    the other side (AWAY) or the rest side (REST), as the add-on's solve picks it."""
+    bpy = blender
+    obj = build_arm(lengths=(1.0, 0.8, 0.4), rolls=(0.3, -0.5, 1.1))
+    obj.pose.bones["root"].rotation_euler = (0.3, -0.2, 0.4)  # the carried plane is not the rest one
+    origin, normal, _ = carried_plane(bpy, obj)
+    target = add_empty()
+    spec = make_spec(target, plane="PARENT", bend=bend)
+    wrist = origin + 1.2 * np.array([0.5, 0.3, 0.8]) / np.linalg.norm([0.5, 0.3, 0.8])
+    axis = (wrist - origin) / np.linalg.norm(wrist - origin)
+    rest_side = np.cross(normal, axis) / np.linalg.norm(np.cross(normal, axis))  # b = n × a
+    in_plane_normal = np.cross(axis, rest_side)
+    aim_target(target, wrist, rest_side, 0.4)
+    build(bpy, obj, spec)
+    sides, expected = [], []
+    for angle in (0.3, 1.2, 2.0, 2.9, 3.6, 4.4, 5.3, 6.0):  # û around a, on both sides of the carried plane
+        up = math.cos(angle) * rest_side + math.sin(angle) * in_plane_normal + 0.3 * axis
+        aim_target(target, wrist, up / np.linalg.norm(up), 0.4)
+        found = assert_rig_matches_solve(bpy, obj, spec)
+        assert not found.degenerate[0]
+        sides.append(middle_joint_side(obj, origin, rest_side))
+        up_side = 1 if math.cos(angle) > 0.0 else -1
+        expected.append({"REST": 1, "TOWARD": up_side, "AWAY": -up_side}[bend])
+    assert sides == expected
+
+
+@pytest.mark.parametrize("bend", ["REST", "TOWARD", "AWAY"])
+def test_parent_plane_near_the_carried_normal_follows_it(blender, bend):
+    """Within the add-on's 5° cone about the carried normal its solve holds the previous plane; the rig,
+    which holds no state, keeps following the carried normal (python_pose compares with that solve)."""
+    bpy = blender
+    obj = build_arm(lengths=(1.0, 0.8, 0.4))
+    origin, normal, _ = carried_plane(bpy, obj)
+    target = add_empty()
+    spec = make_spec(target, plane="PARENT", bend=bend)
+    other = np.cross(normal, [0.0, 0.0, 1.0])
+    other /= np.linalg.norm(other)
+    aim_target(target, origin + 1.2 * other, np.array([0.0, 0.0, 1.0]), 0.4)
+    build(bpy, obj, spec)
+    for degrees, up in ((2.0, (0.3, 0.2, 0.9)), (4.0, (-0.4, 0.1, -0.9)), (1.0, (0.8, -0.5, 0.2))):
+        turn = math.radians(degrees)
+        axis = math.cos(turn) * normal + math.sin(turn) * other
+        up = np.array(up) / np.linalg.norm(up)
+        aim_target(target, origin + 1.2 * axis, up, 0.4)
+        found = assert_rig_matches_solve(bpy, obj, spec)
+        assert found.degenerate[0]  # the add-on's solve took its fallback (held) plane here
 
 
 @pytest.mark.parametrize("goal", ["own_bone", "other_armature"])
