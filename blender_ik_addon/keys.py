@@ -9,6 +9,8 @@
 
 Features are detected, not version numbers compared.
 """
+import contextlib
+
 import bpy
 import numpy as np
 
@@ -125,6 +127,41 @@ def _new_fcurve(obj, action, data_path, index, group_name):
         group = next((g for g in bag.groups if g.name == group_name), None) or bag.groups.new(group_name)
         fcurve.group = group
     return fcurve
+
+
+class _Scratch:
+    """F-curves in a throwaway action; see :func:`scratch_fcurves`."""
+
+    def __init__(self, fcurves):
+        self._fcurves = fcurves
+        self._made = 0
+
+    def new(self):
+        # Each under its own index: an action refuses two F-curves with the same path and index.
+        self._made += 1
+        return self._fcurves.new("blender_ik_scratch", index=self._made)
+
+    def remove(self, fcurve):
+        """Free an F-curve (and whatever samples it holds) before the action goes."""
+        self._fcurves.remove(fcurve)
+
+
+@contextlib.contextmanager
+def scratch_fcurves():
+    """A throwaway action that animates nothing: yields an object whose ``new()`` makes an F-curve in it
+    and ``remove(fcurve)`` frees one. The action is removed from ``bpy.data`` on the way out, whatever
+    happens."""
+    action = bpy.data.actions.new("blender_ik scratch")
+    try:
+        if _LAYERED:
+            slot = action.slots.new('OBJECT', "Scratch")
+            strip = action.layers.new("Layer").strips.new(type='KEYFRAME')
+            fcurves = strip.channelbag(slot, ensure=True).fcurves
+        else:
+            fcurves = action.fcurves
+        yield _Scratch(fcurves)
+    finally:
+        bpy.data.actions.remove(action)
 
 
 def _read_keys(keyframe_points, attributes):
