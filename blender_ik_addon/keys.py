@@ -40,12 +40,17 @@ _KEY_ATTRIBUTES = {
     "select_right_handle": (1, bool),
 }
 # What keyframe_points.add() does not already set as keyframe_insert would (it leaves back, amplitude
-# and period at 0; handle types AUTO_CLAMPED, easing AUTO, type KEYFRAME and selected are its defaults).
-_SET_ON_NEW_KEYS = ("co", "handle_left", "handle_right", "interpolation", "back", "amplitude", "period")
+# and period at 0; handle types AUTO_CLAMPED, easing AUTO, type KEYFRAME and selected are its defaults,
+# and fcurve.update() computes the automatic handles from co). Interpolation only when not BEZIER.
+_SET_ON_NEW_KEYS = ("co", "interpolation", "back", "amplitude", "period")
 
 
 def _enum_value(attribute, name):
     return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[name].value
+
+
+# The interpolation keyframe_points.add() gives new keys, whatever the user's preferences.
+_ADDED_INTERPOLATION = _enum_value("interpolation", "BEZIER")
 
 
 def _new_key_defaults():
@@ -189,10 +194,12 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         old.update(_read_keys(keyframe_points, attributes[1:]))
     else:
         # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
-        attributes = _SET_ON_NEW_KEYS
+        attributes = tuple(name for name in _SET_ON_NEW_KEYS
+                           if name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)
 
     count = len(frames)
-    co = np.column_stack((frames, channel_values)).astype(np.float32)
+    co = np.empty((count, 2), dtype=np.float32)
+    co[:, 0], co[:, 1] = frames, channel_values
     new = {"co": co, "handle_left": co, "handle_right": co, "interpolation": interpolation_value}
     new.update(defaults)
 
@@ -205,7 +212,8 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         if kept:
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
         keyframe_points.foreach_set(attribute, inserted.ravel())
-    # Sorts (already sorted) and recalculates the automatic handles of the new keys and their neighbours.
+    # Sorts (already sorted) and calculates the automatic handles of the new keys and their neighbours,
+    # exactly as inserting the keys one by one would.
     fcurve.update()
 
 
