@@ -221,14 +221,16 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
     """Key ``values`` at ``frames`` on ``channels`` of ``obj``, in bulk.
 
     ``channels`` is a list of ``(data_path, array_index, group_name)``; ``frames`` a sorted 1-D array of F
-    frame numbers; ``values`` an (F, len(channels)) array. The action, slot and F-curves are created as
-    needed. On each channel the keys within ``replace`` (a (first, last) frame pair; by default
-    ``(frames[0], frames[-1])``, widen it when keying every n-th frame of a range) are replaced; keys outside that
-    range and other channels are kept as they were. New keys get AUTO_CLAMPED handles and the given
+    frame numbers; ``values`` an (F, len(channels)) array (float32 saves memory on long bakes). The action, slot
+    and F-curves are created as needed. On each channel the keys within ``replace`` (a (first, last) frame pair;
+    by default ``(frames[0], frames[-1])``, widen it when keying every n-th frame of a range) are replaced; keys
+    outside that range and other channels are kept as they were. New keys get AUTO_CLAMPED handles and the given
     ``interpolation`` (a Keyframe interpolation enum name such as 'LINEAR', 'BEZIER', 'CONSTANT').
     """
     frames = np.asarray(frames, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values)
+    if values.dtype != np.float32:  # float32 is taken as is (keys store float32): no float64 copy of a long bake
+        values = values.astype(np.float64, copy=False)
     if frames.ndim != 1:
         raise ValueError(f"frames must be a 1-D array, got shape {frames.shape}")
     if values.shape != (len(frames), len(channels)):

@@ -155,7 +155,12 @@ def test_equal_to_evaluate_bit_for_bit(empty_file, monkeypatch, frames):
     obj, curves = random_curves()
     per_frame = []  # the curves evaluated one frame at a time instead of sampled
     evaluate_each = fcurves._evaluate_each
-    monkeypatch.setattr(fcurves, "_evaluate_each", lambda fcurve, f: per_frame.append(fcurve) or evaluate_each(fcurve, f))
+
+    def counted(fcurve, frames):
+        per_frame.append(fcurve)
+        return evaluate_each(fcurve, frames)
+
+    monkeypatch.setattr(fcurves, "_evaluate_each", counted)
     values = fcurves.evaluate_many(curves, frames)
     # Only the curves without keys (which Blender cannot sample), unless the frames are too sparse to sample.
     assert len(per_frame) == (len(curves) if len(frames) == 3 else 3)

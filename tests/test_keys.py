@@ -330,3 +330,14 @@ def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kep
         expected = every_attribute(keys.find_fcurve(one_by_one, "location", index))
         assert len(expected) == len(frames) + (len(old) if kept else 0)
         assert every_attribute(keys.find_fcurve(bulk, "location", index)) == expected
+
+
+def test_float32_values_key_the_same_as_float64(empty_file):
+    a, b = make_empty("A"), make_empty("B")
+    frames = np.arange(1.0, 20.0)
+    values = np.random.default_rng(6).normal(size=(len(frames), 3))
+    channels = [("location", index, "") for index in range(3)]
+    keys.write_keys(a, channels, frames, values)
+    keys.write_keys(b, channels, frames, values.astype(np.float32))
+    for index in range(3):
+        assert key_snapshot(keys.find_fcurve(a, "location", index)) == key_snapshot(keys.find_fcurve(b, "location", index))
