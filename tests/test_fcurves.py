@@ -170,6 +170,8 @@ def test_equal_to_evaluate_bit_for_bit(empty_file, monkeypatch, frames):
         # Exact: NaN where Blender gives NaN (a logarithm of a negative number), the same float32 elsewhere.
         np.testing.assert_array_equal(values[:, column], expected, err_msg=f"curve {column}")
         assert np.array_equal(values[:, column].astype(np.float32), expected.astype(np.float32), equal_nan=True)
+    single = fcurves.evaluate_many(curves, frames, dtype=np.float32)
+    assert single.dtype == np.float32 and np.array_equal(single, values.astype(np.float32), equal_nan=True)
 
 
 def test_every_interpolation_and_handle_type_is_covered(empty_file):
