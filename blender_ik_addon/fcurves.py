@@ -119,7 +119,7 @@ def _sample(fcurve, first, last, scratch):
         samples = samples.reshape(-1, 2)
         if len(samples) != last - first + 1 or samples[0, 0] != first or samples[-1, 0] != last:
             return None
-        return samples[:, 1].copy()
+        return samples[:, 1]
     finally:
         scratch.remove(copy)
 
