@@ -9,6 +9,8 @@
 
 Features are detected, not version numbers compared.
 """
+import contextlib
+
 import bpy
 import numpy as np
 
@@ -38,12 +40,17 @@ _KEY_ATTRIBUTES = {
     "select_right_handle": (1, bool),
 }
 # What keyframe_points.add() does not already set as keyframe_insert would (it leaves back, amplitude
-# and period at 0; handle types AUTO_CLAMPED, easing AUTO, type KEYFRAME and selected are its defaults).
-_SET_ON_NEW_KEYS = ("co", "handle_left", "handle_right", "interpolation", "back", "amplitude", "period")
+# and period at 0; handle types AUTO_CLAMPED, easing AUTO, type KEYFRAME and selected are its defaults,
+# and fcurve.update() computes the automatic handles from co). Interpolation only when not BEZIER.
+_SET_ON_NEW_KEYS = ("co", "interpolation", "back", "amplitude", "period")
 
 
 def _enum_value(attribute, name):
     return bpy.types.Keyframe.bl_rna.properties[attribute].enum_items[name].value
+
+
+# The interpolation keyframe_points.add() gives new keys, whatever the user's preferences.
+_ADDED_INTERPOLATION = _enum_value("interpolation", "BEZIER")
 
 
 def _new_key_defaults():
@@ -127,6 +134,41 @@ def _new_fcurve(obj, action, data_path, index, group_name):
     return fcurve
 
 
+class _Scratch:
+    """F-curves in a throwaway action; see :func:`scratch_fcurves`."""
+
+    def __init__(self, fcurves):
+        self._fcurves = fcurves
+        self._made = 0
+
+    def new(self):
+        # Each under its own index: an action refuses two F-curves with the same path and index.
+        self._made += 1
+        return self._fcurves.new("blender_ik_scratch", index=self._made)
+
+    def remove(self, fcurve):
+        """Free an F-curve (and whatever samples it holds) before the action goes."""
+        self._fcurves.remove(fcurve)
+
+
+@contextlib.contextmanager
+def scratch_fcurves():
+    """A throwaway action that animates nothing: yields an object whose ``new()`` makes an F-curve in it
+    and ``remove(fcurve)`` frees one. The action is removed from ``bpy.data`` on the way out, whatever
+    happens."""
+    action = bpy.data.actions.new("blender_ik scratch")
+    try:
+        if _LAYERED:
+            slot = action.slots.new('OBJECT', "Scratch")
+            strip = action.layers.new("Layer").strips.new(type='KEYFRAME')
+            fcurves = strip.channelbag(slot, ensure=True).fcurves
+        else:
+            fcurves = action.fcurves
+        yield _Scratch(fcurves)
+    finally:
+        bpy.data.actions.remove(action)
+
+
 def _read_keys(keyframe_points, attributes):
     """The given attributes of all keys, as numpy arrays keyed by attribute name (co as (n, 2))."""
     count = len(keyframe_points)
@@ -152,10 +194,12 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         old.update(_read_keys(keyframe_points, attributes[1:]))
     else:
         # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
-        attributes = _SET_ON_NEW_KEYS
+        attributes = tuple(name for name in _SET_ON_NEW_KEYS
+                           if name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)
 
     count = len(frames)
-    co = np.column_stack((frames, channel_values)).astype(np.float32)
+    co = np.empty((count, 2), dtype=np.float32)
+    co[:, 0], co[:, 1] = frames, channel_values
     new = {"co": co, "handle_left": co, "handle_right": co, "interpolation": interpolation_value}
     new.update(defaults)
 
@@ -168,7 +212,8 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         if kept:
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
         keyframe_points.foreach_set(attribute, inserted.ravel())
-    # Sorts (already sorted) and recalculates the automatic handles of the new keys and their neighbours.
+    # Sorts (already sorted) and calculates the automatic handles of the new keys and their neighbours,
+    # exactly as inserting the keys one by one would.
     fcurve.update()
 
 
@@ -176,14 +221,16 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
     """Key ``values`` at ``frames`` on ``channels`` of ``obj``, in bulk.
 
     ``channels`` is a list of ``(data_path, array_index, group_name)``; ``frames`` a sorted 1-D array of F
-    frame numbers; ``values`` an (F, len(channels)) array. The action, slot and F-curves are created as
-    needed. On each channel the keys within ``replace`` (a (first, last) frame pair; by default
-    ``(frames[0], frames[-1])``, widen it when keying every n-th frame of a range) are replaced; keys outside that
-    range and other channels are kept as they were. New keys get AUTO_CLAMPED handles and the given
+    frame numbers; ``values`` an (F, len(channels)) array (float32 saves memory on long bakes). The action, slot
+    and F-curves are created as needed. On each channel the keys within ``replace`` (a (first, last) frame pair;
+    by default ``(frames[0], frames[-1])``, widen it when keying every n-th frame of a range) are replaced; keys
+    outside that range and other channels are kept as they were. New keys get AUTO_CLAMPED handles and the given
     ``interpolation`` (a Keyframe interpolation enum name such as 'LINEAR', 'BEZIER', 'CONSTANT').
     """
     frames = np.asarray(frames, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
+    values = np.asarray(values)
+    if values.dtype != np.float32:  # float32 is taken as is (keys store float32): no float64 copy of a long bake
+        values = values.astype(np.float64, copy=False)
     if frames.ndim != 1:
         raise ValueError(f"frames must be a 1-D array, got shape {frames.shape}")
     if values.shape != (len(frames), len(channels)):

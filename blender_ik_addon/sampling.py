@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from . import keys, rotations
+from . import fcurves, keys, rotations
 from .chain import ChainError, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
+
 
 def _is_muted(fcurve):
     return fcurve.mute or (fcurve.group is not None and fcurve.group.mute)
@@ -52,20 +53,27 @@ def direct_reason(obj, scene):
 
 
 def _channel(obj, curves, path, frames):
-    """(F, n) values of one transform property: F-curves where animated, the stored value elsewhere."""
+    """(F, n) values of one transform property: its sampled F-curves where animated, the stored value elsewhere.
+    ``curves`` maps (data path, index) to an (F,) column of samples."""
     static = np.array(tuple(getattr(obj, path)), dtype=np.float64)
     values = np.tile(static, (len(frames), 1))
     for index in range(len(static)):
-        fcurve = curves.get((path, index))
-        if fcurve is not None and not _is_muted(fcurve):
-            evaluate = fcurve.evaluate
-            values[:, index] = [evaluate(frame) for frame in frames]
+        column = curves.get((path, index))
+        if column is not None:
+            values[:, index] = column
     return values
 
 
 def _basis_matrices(obj, frames):
-    curves = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in keys.object_fcurves(obj)}
     mode = obj.rotation_mode
+    paths = {"location", "delta_location", "scale", "delta_scale", rotation_path(mode),
+             "delta_rotation_quaternion", "delta_rotation_euler"}
+    # One pass over all the object's transform F-curves (an armature's bone curves are not read); muted
+    # and empty ones leave the stored value, as in Blender.
+    animated = [fcurve for fcurve in keys.object_fcurves(obj) if fcurve.data_path in paths
+                and not _is_muted(fcurve) and not fcurves.is_empty(fcurve)]
+    samples = fcurves.evaluate_many(animated, frames)
+    curves = {(fcurve.data_path, fcurve.array_index): samples[:, column] for column, fcurve in enumerate(animated)}
     location = _channel(obj, curves, "location", frames) + _channel(obj, curves, "delta_location", frames)
     scale = _channel(obj, curves, "scale", frames) * _channel(obj, curves, "delta_scale", frames)
     rotation = rotations.channels_to_matrix(

@@ -287,3 +287,57 @@ def test_no_handlers_are_added(empty_file):
     keys.write_keys(rig, quaternion_channels(), [1.0, 2.0], random_quaternions(2))
     keys.set_pose_bone_selected(rig.pose.bones["B"], True)
     assert python_handlers() == before
+
+
+KEY_ATTRIBUTES = ("co", "handle_left", "handle_right", "handle_left_type", "handle_right_type", "interpolation",
+                  "easing", "type", "back", "amplitude", "period", "select_control_point", "select_left_handle",
+                  "select_right_handle")
+
+
+def every_attribute(fcurve):
+    """Every attribute of every key, as Python values (floats exactly as stored)."""
+    return [{name: tuple(value) if name in ("co", "handle_left", "handle_right") else value
+             for name in KEY_ATTRIBUTES for value in (getattr(key, name),)} for key in fcurve.keyframe_points]
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["alone", "between kept keys"])
+@pytest.mark.parametrize("interpolation", ["LINEAR", "BEZIER", "CONSTANT"])
+def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kept):
+    """write_keys gives every key, its handles included, bit for bit what keyframe_insert gives (then the
+    interpolation set on each new key, as a user would: keyframe_insert from Python ignores the preference for
+    it); old keys on both sides have their handles recalculated alike."""
+    rng = np.random.default_rng(5)
+    frames = np.array([3.0, 4.0, 5.0, 7.0, 8.0, 12.0, 13.0, 14.0, 20.0])
+    values = rng.normal(size=(len(frames), 3))
+    values[3] = values[2]  # a flat stretch, where auto-clamped handles flatten
+    old = [(-4.0, (0.5, -1.0, 2.0)), (1.0, (0.2, 0.3, -0.4)), (25.0, (-0.3, 0.8, 0.1)), (31.0, (1.0, 1.0, 1.0))]
+    inside = [(6.0, (9.0, 9.0, 9.0)), (20.0, (-9.0, 0.0, 9.0))]  # replaced by the bulk write
+    one_by_one, bulk = make_empty("OneByOne"), make_empty("Bulk")
+    for obj, extra in ((one_by_one, []), (bulk, inside)):
+        for frame, value in sorted((old if kept else []) + extra):
+            obj.location = value
+            obj.keyframe_insert("location", frame=frame)
+    for frame, value in zip(frames, values):
+        one_by_one.location = value
+        one_by_one.keyframe_insert("location", frame=frame)
+        for index in range(3):
+            key = next(k for k in keys.find_fcurve(one_by_one, "location", index).keyframe_points if k.co[0] == frame)
+            key.interpolation = interpolation
+    keys.write_keys(bulk, [("location", index, "") for index in range(3)], frames, values, interpolation,
+                    replace=(frames[0], frames[-1]))
+
+    for index in range(3):
+        expected = every_attribute(keys.find_fcurve(one_by_one, "location", index))
+        assert len(expected) == len(frames) + (len(old) if kept else 0)
+        assert every_attribute(keys.find_fcurve(bulk, "location", index)) == expected
+
+
+def test_float32_values_key_the_same_as_float64(empty_file):
+    a, b = make_empty("A"), make_empty("B")
+    frames = np.arange(1.0, 20.0)
+    values = np.random.default_rng(6).normal(size=(len(frames), 3))
+    channels = [("location", index, "") for index in range(3)]
+    keys.write_keys(a, channels, frames, values)
+    keys.write_keys(b, channels, frames, values.astype(np.float32))
+    for index in range(3):
+        assert key_snapshot(keys.find_fcurve(a, "location", index)) == key_snapshot(keys.find_fcurve(b, "location", index))
