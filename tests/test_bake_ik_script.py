@@ -192,7 +192,7 @@ script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)
 script.in_blender = lambda: True
 sys.argv = ["blender", "-b", blend, "-P", script_path, "--", *rest]
-status = script.main()
+status = script.run()
 bpy.app.handlers.load_pre.remove(count_load)
 print(f"status {status}, loads {len(loads)}")
 sys.stdout.flush()
