@@ -18,6 +18,7 @@ temporary file or folder and no worker process behind, and ends with status 130 
 import argparse
 import concurrent.futures
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -439,11 +440,14 @@ def run_worker(path, output, args, blender, scratch, workers):
     temporary = new_temporary(output, suffix=".blend")
     try:
         command = worker_command(path, output, args, summary_file, temporary, blender)
+        program = command[0] or f"({'Blender' if blender else 'Python'} does not know its own path)"
         try:
+            if not command[0]:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
             process = workers.start(command)
         except OSError as error:
-            return failed_record(path, output, f"{path}: cannot start the baking process "
-                                               f"({command[0] or 'no program'}): {error.strerror or error}", began)
+            return failed_record(path, output, f"{path}: cannot start the baking process {program}: "
+                                               f"{error.strerror or error}", began)
         if process is None:
             return failed_record(path, output, f"{path}: not baked: the run was interrupted", began)
         try:

@@ -3,6 +3,7 @@ Blender replay the keys. Inputs must come out byte for byte unchanged, with noth
 import hashlib
 import importlib.util
 import json
+import pathlib
 import os
 import shutil
 import subprocess
@@ -226,3 +227,148 @@ def test_arguments_inside_blender_and_negative_axes():
     assert script._join_negative_axes(["--up-axis", "-Z", "a.blend"]) == ["--up-axis=-Z", "a.blend"]
     assert script.default_output("dir/walk.blend") == os.path.join("dir", "walk_baked.blend")
     assert script.default_output("dir/walk.blend", "out") == os.path.join("out", "walk_baked.blend")
+
+
+# -- Paths: nothing the script writes may be an input or another path it writes, however it is spelled ------
+
+def everything(folder):
+    """Every file under ``folder`` (hidden ones too) with its bytes' digest, and every folder; but not the
+    Blender user files the runs were told to keep there (BLENDER_USER_RESOURCES, XDG_CACHE_HOME)."""
+    found = {}
+    for root, folders, files in os.walk(folder):
+        if root == str(folder):
+            folders[:] = [name for name in folders if name not in ("blender", "cache")]
+        for name in folders:
+            found[os.path.relpath(os.path.join(root, name), folder)] = "folder"
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, folder)] = ("link to " + os.readlink(path) if os.path.islink(path)
+                                                    else digest(pathlib.Path(path)))
+    return found
+
+
+def _links(folder):
+    os.link(folder / "walk.blend", folder / "hard.blend")
+    os.symlink("walk.blend", folder / "soft.blend")
+    (folder / "sub").mkdir()
+    os.symlink(folder / "sub", folder / "sub_link")
+    shutil.copy(folder / "reach.blend", folder / "walk_baked.blend")
+    shutil.copy(folder / "walk.blend", folder / "sub" / "walk.blend")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["walk.blend", "--report", "walk.blend"], "--report walk.blend is the input file walk.blend; it is never written"),
+    (["walk.blend", "--report", "hard.blend"], "--report hard.blend is the input file walk.blend"),
+    (["walk.blend", "--report", "soft.blend"], "--report soft.blend is the input file walk.blend"),
+    (["walk.blend", "--report", "sub/../walk.blend"], "--report sub/../walk.blend is the input file"),
+    (["walk.blend", "--report", "sub_link/../sub/../walk.blend"], "is the input file walk.blend"),
+    (["walk.blend", "--output", "out.blend", "--report", "out.blend"], "--report out.blend is also the output"),
+    (["walk.blend", "--output", "out.blend", "--report", "sub_link/../out.blend"], "is also the output out.blend"),
+    (["reach.blend", "walk.blend", "--output-dir", "sub", "--report", "sub/walk_baked.blend"], "is also the output"),
+    (["walk.blend", "--output", "o.blend", "--report", "r.json", "--summary-file", "./r.json"],
+     "--summary-file ./r.json is also the --report r.json"),
+    (["walk.blend", "--output", "hard.blend"], "the output hard.blend is the input file walk.blend"),
+    (["walk.blend", "--output", "soft.blend"], "the output soft.blend is the input file walk.blend"),
+    (["walk.blend", "--output", "sub_link/../walk.blend"], "is the input file walk.blend; it is never written over"),
+    (["walk.blend", "walk_baked.blend", "--tip-bone", "b3"], "the output walk_baked.blend is the input file"),
+    (["walk.blend", "sub/walk.blend", "--output-dir", "sub_link"], "two inputs would be baked to the same file"),
+    (["walk.blend", "sub/../walk.blend", "--output-dir", "sub"], "two inputs would be baked to the same file "
+                                                                 "sub/walk_baked.blend"),
+    (["walk.blend", "--output", "walk.blend/out.blend"], "cannot write the output walk.blend/out.blend: walk.blend "
+                                                         "is not a directory"),
+    (["walk.blend", "--output-dir", "walk.blend"], "--output-dir walk.blend: not a directory"),
+    (["walk.blend", "--output-dir", "gone"], "--output-dir gone: no such directory"),
+    (["walk.blend", "--output", "sub"], "cannot write the output sub: it is a directory"),
+    (["walk.blend", "--report", "sub_link"], "cannot write --report sub_link: it is a directory"),
+    (["walk.blend", "--report", "gone/r.json"], "cannot write --report gone/r.json: no such directory gone"),
+])
+def test_a_written_path_that_is_an_input_or_another_written_path_is_refused(work, arguments, message):
+    _links(work.folder)
+    before = everything(work.folder.parent)
+    done = work.run(*arguments, "--armature", "Arm", "--target", "Target")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    line, = done.stderr.splitlines()
+    assert line.startswith("bake_ik.py: error: ") and message in line, line
+    assert everything(work.folder.parent) == before  # nothing written, not even a probe or a temporary file
+
+
+def _disk_ignores_case(folder):
+    """Asked of the disk the way a user would, independently of the script."""
+    probe = folder / "Case_Probe"
+    probe.write_text("")
+    try:
+        return (folder / "case_probe").exists()
+    finally:
+        probe.unlink()
+
+
+def test_names_that_differ_only_in_letter_case(work):
+    """Where the disk ignores case, WALK.blend is walk.blend and two outputs that differ only in case are one
+    file: refused. Where it does not, they are different files: all baked."""
+    (work.folder / "up").mkdir()
+    shutil.copy(work.folder / "walk.blend", work.folder / "up" / "Walk.blend")
+    out = work.folder.parent / "out"
+    out.mkdir()
+    before = everything(work.folder.parent)
+    one = work.run("walk.blend", "--armature", "Arm", "--target", "Target", "--output", "WALK.blend")
+    both = work.run("walk.blend", "up/Walk.blend", "--armature", "Arm", "--target", "Target", "--output-dir", out)
+    if _disk_ignores_case(out):
+        assert (one.returncode, both.returncode) == (2, 2)
+        assert one.stderr == "bake_ik.py: error: the output WALK.blend is the input file walk.blend; it is never " \
+                             "written over\n"
+        assert both.stderr.startswith("bake_ik.py: error: two inputs would be baked to the same file: ")
+        assert everything(work.folder.parent) == before
+    else:
+        assert (one.returncode, both.returncode) == (0, 0), one.stderr + both.stderr
+        after = everything(work.folder.parent)
+        assert set(after) == set(before) | {"in/WALK.blend", "out/walk_baked.blend", "out/Walk_baked.blend"}
+        assert all(after[name] == before[name] for name in before)
+
+
+@pytest.mark.parametrize("arguments", [
+    ["--jobs", "0"], ["--step", "x"], ["--up-axis", "Q"], ["--start", "1.5"], ["--frobnicate"],
+    ["--output", "a.blend", "--output-dir", "."], ["--armature"],
+])
+def test_a_command_line_mistake_is_one_line_with_status_2(work, arguments):
+    before = everything(work.folder.parent)
+    done = work.run("walk.blend", "--armature", "Arm", "--target", "Target", *arguments)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    line, = done.stderr.splitlines()
+    assert line.startswith("bake_ik.py: error: ") and "usage" not in line, line
+    assert everything(work.folder.parent) == before
+
+
+def test_no_input_is_one_line_with_status_2(work):
+    done = work.run("--armature", "Arm", "--target", "Target")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "bake_ik.py: error: give at least one INPUT.blend\n")
+
+
+# `python bake_ik.py` run by an interpreter whose own path is wrong: the workers cannot start.
+WITH_A_BAD_INTERPRETER = r"""
+import runpy, sys
+sys.executable = "/nonexistent/python3"
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("harness, program", [
+    (WITH_A_BAD_INTERPRETER, "/nonexistent/python3: No such file or directory"),
+    (AS_IF_IN_BLENDER, "(Blender does not know its own path): No such file or directory"),
+], ids=["python", "blender"])
+def test_a_worker_that_cannot_start_is_one_line_per_file(work, harness, program):
+    before = everything(work.folder.parent)
+    inputs = ["walk.blend", "reach.blend"]
+    if harness is AS_IF_IN_BLENDER:
+        inputs = [work.folder / "walk.blend", *inputs]  # the file opened with -b, then the script's own
+    done = subprocess.run([sys.executable, "-c", harness, SCRIPT, *map(str, inputs), "--armature", "Arm",
+                           "--target", "Target", "--tip-bone", "b3", "--jobs", "2"],
+                          cwd=work.folder, env=work.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert sorted(done.stderr.splitlines()) == [
+        "bake_ik.py: error: 2 of 2 files failed",
+        f"bake_ik.py: error: reach.blend: cannot start the baking process {program}",
+        f"bake_ik.py: error: walk.blend: cannot start the baking process {program}"]
+    assert everything(work.folder.parent) == before
