@@ -68,13 +68,16 @@ def interruption_handled():
 @contextlib.contextmanager
 def catching_signals():
     """Inside: SIGINT and SIGTERM raise Interrupted in the main thread. The previous handlers come back after
-    (inside Blender, the script is a guest)."""
+    (inside Blender, the script is a guest), unless a signal came: then the process is on its way out, and
+    another signal (Ctrl-C goes to the parent and its workers, then the parent passes it on) must not end it
+    before it has removed what it made."""
     previous = {signum: signal.signal(signum, _on_signal) for signum in INTERRUPTING}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if not _signals["received"]:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 @contextlib.contextmanager

@@ -6,8 +6,10 @@ import json
 import pathlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -372,3 +374,83 @@ def test_a_worker_that_cannot_start_is_one_line_per_file(work, harness, program)
         f"bake_ik.py: error: reach.blend: cannot start the baking process {program}",
         f"bake_ik.py: error: walk.blend: cannot start the baking process {program}"]
     assert everything(work.folder.parent) == before
+
+
+# -- Interruptions: SIGINT or SIGTERM at a known moment leaves nothing half done ---------------------------
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False):
+    """Run the script, let it (or each of its workers) stop at ``point`` (the script's test hook), send
+    ``signum`` to it (or to its whole process group, as Ctrl-C in a terminal does) and wait for its end.
+    Returns the finished process and the notes the paused processes left."""
+    paused, scratch = tmp_path / "paused", tmp_path / "tmp"
+    paused.mkdir()
+    scratch.mkdir()
+    env = dict(work.env, BAKE_IK_TEST_PAUSE=point, BAKE_IK_TEST_PAUSED=str(paused), TMPDIR=str(scratch))
+    for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME"):  # the script's own sandbox must go too
+        env.pop(name)
+    process = subprocess.Popen([sys.executable, SCRIPT, *map(str, arguments)], cwd=work.folder, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(paused.glob("*.json"))) < pauses:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the script never reached the pause"
+            time.sleep(0.02)
+        notes = [json.loads(note.read_text()) for note in paused.glob("*.json")]
+        for note in notes:
+            if "temporary" in note:  # what a save Blender was still writing would leave
+                pathlib.Path(note["temporary"] + "@").write_bytes(b"BLENDER-v")
+        if group:
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert os.listdir(scratch) == []  # no run folder, no Blender user files sandbox, no Blender session folder
+    assert all(_gone(note["pid"]) for note in notes)  # no worker left running
+    return SimpleNamespace(returncode=process.returncode, stdout=stdout, stderr=stderr, notes=notes)
+
+
+SINGLE = ["walk.blend", "--armature", "Arm", "--target", "Target"]
+PARALLEL = ["walk.blend", "reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3", "--jobs", 2]
+
+
+@pytest.mark.parametrize("arguments, pauses, group", [(SINGLE, 1, False), (PARALLEL, 2, False), (PARALLEL, 2, True)],
+                         ids=["one file", "parallel, to the parent", "parallel, to the process group"])
+@pytest.mark.parametrize("point", ["bake", "save"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_leaves_nothing_behind(work, tmp_path, arguments, pauses, group, point, signum):
+    before = everything(work.folder.parent)
+    done = interrupt(work, tmp_path, [*arguments, "--report", "../report.json"], point, signum, pauses, group)
+    assert done.returncode == 128 + signum
+    assert done.stderr == f"bake_ik.py: error: interrupted by {signal.Signals(signum).name}\n"
+    assert done.stdout == ""
+    after = everything(work.folder.parent)
+    assert {name for name in after if not name.startswith(("paused", "tmp"))} == set(before)
+    assert all(after[name] == before[name] for name in before)  # the inputs, byte for byte; no report
+    if point == "save":  # the paused workers had their files saved under a temporary name
+        assert all(note["temporary"].startswith(str(work.folder)) for note in done.notes)
+
+
+def test_a_report_interrupted_while_written_is_the_old_one(work, tmp_path):
+    """The outputs were written whole before; the report is written whole or not at all."""
+    (work.folder.parent / "report.json").write_text("the last run's report\n")
+    before = everything(work.folder.parent)
+    done = interrupt(work, tmp_path, [*SINGLE, "--report", "../report.json"], "report", signal.SIGTERM, 1)
+    assert done.returncode == 143
+    assert done.stderr == "bake_ik.py: error: interrupted by SIGTERM\n"
+    after = everything(work.folder.parent)
+    assert {name for name in after if not name.startswith(("paused", "tmp"))} == set(before) | {"in/walk_baked.blend"}
+    assert all(after[name] == before[name] for name in before)
+    assert (work.folder.parent / "report.json").read_text() == "the last run's report\n"
