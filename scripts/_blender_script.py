@@ -5,6 +5,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -98,6 +99,8 @@ def signals_deferred():
 # -- Temporary files: every one is known, so that any exit removes it -------------------------------------
 
 _temporaries = set()
+_UMASK = os.umask(0o022)  # only readable by setting it: set it back at once
+os.umask(_UMASK)
 _temporaries_lock = threading.Lock()  # parallel runs make them from several threads
 
 
@@ -140,6 +143,13 @@ def replacing(path, temporary=None, suffix=".tmp"):
     try:
         yield temporary
         check_interrupted()
+        # mkstemp makes files only their owner can read: give the file the mode the one it replaces had, or
+        # else the mode a plain open() would have given it.
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     finally:
         forget_temporary(temporary)

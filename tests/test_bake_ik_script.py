@@ -95,6 +95,10 @@ def test_default_output_next_to_the_input_over_the_scene_range(blender, work):
     assert all(after[name] == before[name] for name in before)
     record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
     assert record["tip_bone"] == "b3" and record["up_axis"] == "Z"  # the file's settings
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for written in (work.folder / "walk_baked.blend", work.folder.parent / "report.json"):
+        assert written.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes them, not mkstemp's 0600
     replay(blender, work.folder / "walk_baked.blend", range(1, 61), record["unreachable"])
 
 
