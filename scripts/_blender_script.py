@@ -22,7 +22,7 @@ class UserError(Exception):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived. A BaseException, like KeyboardInterrupt, so that no ``except Exception``
+    """SIGINT, SIGTERM or SIGHUP arrived. A BaseException, like KeyboardInterrupt, so that no ``except Exception``
     on the way up swallows it; whoever catches it cleans up and leaves with ``status``."""
 
     def __init__(self, signum):
@@ -34,10 +34,11 @@ class Interrupted(BaseException):
         return 128 + self.signum  # what a shell reports for a process the signal ended
 
 
-# -- Signals: SIGINT and SIGTERM become one Interrupted, raised in the main thread --------------------------
+# -- Signals: SIGINT, SIGTERM and SIGHUP become one Interrupted, raised in the main thread --------------------------
 
 _signals = {"received": [], "raised": False, "handled": False, "deferred": 0}
-INTERRUPTING = (signal.SIGINT, signal.SIGTERM)
+# Ctrl-C, kill's default, and the terminal closing (SIGTERM and SIGHUP do not exist on Windows).
+INTERRUPTING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _on_signal(signum, _frame):
@@ -68,17 +69,18 @@ def interruption_handled():
 
 @contextlib.contextmanager
 def catching_signals():
-    """Inside: SIGINT and SIGTERM raise Interrupted in the main thread. The previous handlers come back after
+    """Inside: SIGINT, SIGTERM and SIGHUP raise Interrupted in the main thread. The previous handlers come back after
     (inside Blender, the script is a guest), unless a signal came: then the process is on its way out, and
     another signal (Ctrl-C goes to the parent and its workers, then the parent passes it on) must not end it
-    before it has removed what it made."""
+    before it, and Blender, have removed what they made. They are ignored from then on: Python puts back the
+    default action of a signal it had a handler for when it finalizes, before Blender removes its session
+    folder, but leaves an ignored one ignored."""
     previous = {signum: signal.signal(signum, _on_signal) for signum in INTERRUPTING}
     try:
         yield
     finally:
-        if not _signals["received"]:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_IGN if _signals["received"] else handler)
 
 
 @contextlib.contextmanager
@@ -109,8 +111,12 @@ def new_temporary(near, suffix=".tmp"):
     on one disk); removed by forget_temporary, remove_temporaries or leave() whatever happens."""
     folder, name = os.path.split(os.path.abspath(near))
     with signals_deferred():
-        handle, path = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=folder)
-        os.close(handle)
+        while True:
+            handle, path = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=folder)
+            os.close(handle)
+            if not os.path.lexists(path + "@"):  # Blender's save would write it, and forget_temporary remove it
+                break
+            os.remove(path)
         with _temporaries_lock:
             _temporaries.add(path)
     return path

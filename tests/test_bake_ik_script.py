@@ -380,7 +380,7 @@ def test_a_worker_that_cannot_start_is_one_line_per_file(work, harness, program)
     assert everything(work.folder.parent) == before
 
 
-# -- Interruptions: SIGINT or SIGTERM at a known moment leaves nothing half done ---------------------------
+# -- Interruptions: SIGINT, SIGTERM or SIGHUP at a known moment leave nothing half done ---------------------
 
 def _gone(pid):
     try:
@@ -390,9 +390,10 @@ def _gone(pid):
     return False
 
 
-def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False):
+def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False, times=1):
     """Run the script, let it (or each of its workers) stop at ``point`` (the script's test hook), send
-    ``signum`` to it (or to its whole process group, as Ctrl-C in a terminal does) and wait for its end.
+    ``signum`` ``times`` times to it (or to its whole process group, as Ctrl-C in a terminal does) and wait
+    for its end.
     Returns the finished process and the notes the paused processes left."""
     paused, scratch = tmp_path / "paused", tmp_path / "tmp"
     paused.mkdir()
@@ -412,10 +413,11 @@ def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False):
         for note in notes:
             if "temporary" in note:  # what a save Blender was still writing would leave
                 pathlib.Path(note["temporary"] + "@").write_bytes(b"BLENDER-v")
-        if group:
-            os.killpg(process.pid, signum)
-        else:
-            process.send_signal(signum)
+        for _ in range(times):
+            if group:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
@@ -430,13 +432,20 @@ SINGLE = ["walk.blend", "--armature", "Arm", "--target", "Target"]
 PARALLEL = ["walk.blend", "reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3", "--jobs", 2]
 
 
-@pytest.mark.parametrize("arguments, pauses, group", [(SINGLE, 1, False), (PARALLEL, 2, False), (PARALLEL, 2, True)],
-                         ids=["one file", "parallel, to the parent", "parallel, to the process group"])
+@pytest.mark.parametrize("arguments, pauses, group, signum, times", [
+    (SINGLE, 1, False, signal.SIGINT, 1), (SINGLE, 1, False, signal.SIGTERM, 1), (SINGLE, 1, False, signal.SIGHUP, 1),
+    (PARALLEL, 2, False, signal.SIGINT, 1), (PARALLEL, 2, False, signal.SIGTERM, 1),
+    # Ctrl-C, and a terminal closing, signal the whole foreground process group: the workers too.
+    (PARALLEL, 2, True, signal.SIGINT, 1), (PARALLEL, 2, True, signal.SIGHUP, 1),
+    # An impatient second Ctrl-C must not cut the cleanup short.
+    (SINGLE, 1, False, signal.SIGINT, 2), (PARALLEL, 2, True, signal.SIGINT, 2),
+], ids=["one file, SIGINT", "one file, SIGTERM", "one file, SIGHUP", "parallel, SIGINT to the parent",
+        "parallel, SIGTERM to the parent", "parallel, SIGINT to the group", "parallel, SIGHUP to the group",
+        "one file, SIGINT twice", "parallel, SIGINT twice to the group"])
 @pytest.mark.parametrize("point", ["bake", "save"])
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_an_interrupted_run_leaves_nothing_behind(work, tmp_path, arguments, pauses, group, point, signum):
+def test_an_interrupted_run_leaves_nothing_behind(work, tmp_path, arguments, pauses, group, signum, times, point):
     before = everything(work.folder.parent)
-    done = interrupt(work, tmp_path, [*arguments, "--report", "../report.json"], point, signum, pauses, group)
+    done = interrupt(work, tmp_path, [*arguments, "--report", "../report.json"], point, signum, pauses, group, times)
     assert done.returncode == 128 + signum
     assert done.stderr == f"bake_ik.py: error: interrupted by {signal.Signals(signum).name}\n"
     assert done.stdout == ""
