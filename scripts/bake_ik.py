@@ -275,8 +275,8 @@ def _pause_for_tests(point, **facts):
     with open(note + ".part", "w", encoding="utf-8") as stream:
         json.dump(dict(facts, point=point, pid=os.getpid()), stream)
     os.replace(note + ".part", note)
-    while True:
-        time.sleep(3600)
+    while True:  # in short naps: a signal that one of Blender's threads took does not end a long one
+        time.sleep(0.05)
 
 
 def _save_copy(bpy, output, temporary=None):
@@ -284,19 +284,22 @@ def _save_copy(bpy, output, temporary=None):
     no ``.blend1``. Blender saves to a temporary name next to ``output`` (so that relative paths stay right),
     which is then renamed onto it."""
     preferences = bpy.context.preferences
-    with replacing(output, temporary, suffix=".blend") as temporary:
-        versions, dirty = preferences.filepaths.save_version, preferences.is_dirty
-        preferences.filepaths.save_version = 0
-        try:
-            with blender_quiet():
-                bpy.ops.wm.save_as_mainfile(filepath=temporary, copy=True)
-        except RuntimeError as error:
-            raise UserError(f"cannot write {output}: {blender_message(error)}") from None
-        finally:
-            preferences.filepaths.save_version = versions
-            preferences.is_dirty = dirty
-        check_interrupted()
-        _pause_for_tests("save", temporary=temporary)
+    try:
+        with replacing(output, temporary, suffix=".blend") as temporary:
+            versions, dirty = preferences.filepaths.save_version, preferences.is_dirty
+            preferences.filepaths.save_version = 0
+            try:
+                with blender_quiet():
+                    bpy.ops.wm.save_as_mainfile(filepath=temporary, copy=True)
+            except RuntimeError as error:
+                raise UserError(f"cannot write {output}: {blender_message(error)}") from None
+            finally:
+                preferences.filepaths.save_version = versions
+                preferences.is_dirty = dirty
+            check_interrupted()
+            _pause_for_tests("save", temporary=temporary)
+    except OSError as error:  # the folder went away or became read-only since the checks
+        raise UserError(f"cannot write {output}: {error.strerror or error}") from None
 
 
 def bake_file(path, output, args):
@@ -411,14 +414,16 @@ class Workers:
         with self.lock:
             self.running.discard(process)
 
-    def stop(self, signum):
-        """No new worker; pass the signal on to the running ones (they clean up after themselves)."""
+    def stop(self):
+        """No new worker; SIGTERM to the running ones, which clean up after themselves. SIGTERM whatever the
+        parent got: Blender in the background takes a first SIGINT for a mere "break" and goes on, until the
+        script has put its own handler in place."""
         with self.lock:
             self.stopped = True
             running = list(self.running)
         for process in running:
             with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signum)
+                process.terminate()
 
     def kill(self):
         with self.lock:
@@ -436,8 +441,10 @@ def run_worker(path, output, args, blender, scratch, workers):
         return failed_record(path, output, str(error), began)
     handle, summary_file = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
-    # Made here, not by the worker, so that it is removed even if the worker is killed before it could.
-    temporary = new_temporary(output, suffix=".blend")
+    try:  # made here, not by the worker, so that it is removed even if the worker is killed before it could
+        temporary = new_temporary(output, suffix=".blend")
+    except OSError as error:
+        return failed_record(path, output, f"cannot write {output}: {error.strerror or error}", began)
     try:
         command = worker_command(path, output, args, summary_file, temporary, blender)
         program = command[0] or f"({'Blender' if blender else 'Python'} does not know its own path)"
@@ -479,18 +486,25 @@ def run_parallel(pairs, args, blender, announce):
     workers = Workers()
     scratch = tempfile.mkdtemp(prefix="bake_ik_run_")
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(jobs, len(pairs)))
+    futures = {}
     try:
-        futures = {pool.submit(run_worker, path, output, args, blender, scratch, workers): index
-                   for index, (path, output) in enumerate(pairs)}
         try:
-            for future in concurrent.futures.as_completed(futures):
-                index = futures[future]
-                records[index] = future.result()
-                announce(pairs[index], records[index])
+            for index, (path, output) in enumerate(pairs):
+                futures[pool.submit(run_worker, path, output, args, blender, scratch, workers)] = index
+            waiting = set(futures)
+            while waiting:
+                # In short waits: Python runs signal handlers in the main thread, which a signal that one of
+                # the pool's threads took does not wake from a long one.
+                done, waiting = concurrent.futures.wait(waiting, timeout=0.1,
+                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in sorted(done, key=futures.get):
+                    index = futures[future]
+                    records[index] = future.result()
+                    announce(pairs[index], records[index])
         except Interrupted as interruption:
             # The workers clean up after themselves on the signal; one that does not in time is killed, and
             # its temporary file is removed here (run_worker's finally) once it is gone.
-            workers.stop(interruption.signum)
+            workers.stop()
             _, late = concurrent.futures.wait(futures, timeout=WORKER_GRACE_SECONDS)
             if late:
                 workers.kill()
