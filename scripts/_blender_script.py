@@ -84,9 +84,10 @@ def catching_signals():
 
 
 @contextlib.contextmanager
-def signals_deferred():
-    """A signal that arrives inside waits until the end (cleanup must not stop halfway). Python runs signal
-    handlers in the main thread only, so other threads have nothing to defer."""
+def signals_deferred(raise_after=True):
+    """A signal that arrives inside waits until the end (cleanup must not stop halfway), or, without
+    ``raise_after``, until the caller's next check_interrupted(). Python runs signal handlers in the main
+    thread only, so other threads have nothing to defer."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -95,7 +96,8 @@ def signals_deferred():
         yield
     finally:
         _signals["deferred"] -= 1
-        _raise_once()
+        if raise_after:
+            _raise_once()
 
 
 # -- Temporary files: every one is known, so that any exit removes it -------------------------------------

@@ -12,8 +12,9 @@ when every file was baked. User mistakes end in one ``bake_ik.py: error: ...`` l
 
 No path the script writes (an output, the report, a temporary file) may be an input or another of them,
 however it is spelled; that is checked before anything runs. Every file is written whole under a temporary
-name next to it, then renamed: an interrupted run (SIGINT, SIGTERM) leaves no half-written file, no
-temporary file or folder and no worker process behind, and ends with status 130 or 143.
+name next to it, then renamed: an interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no half-written file,
+no temporary file or folder and no worker process behind, and ends with status 128 + the signal's number
+(130 for Ctrl-C, 143 for kill's default).
 """
 import argparse
 import concurrent.futures
@@ -236,9 +237,12 @@ def check_input(path):
 
 def _register_addon(bpy, addon):
     """Register the add-on; inside a Blender that already has it (as an installed extension), go on with
-    the settings that are there. Returns whether this script must unregister it."""
+    the settings that are there. Returns whether this script must unregister it. A signal waits until the
+    caller knows that, and its next check_interrupted(): left registered, the add-on's handlers make bpy
+    crash or hang at exit."""
     try:
-        with blender_quiet():  # "registered before, unregistering previous" when the extension is enabled
+        with signals_deferred(raise_after=False), blender_quiet():
+            # "registered before, unregistering previous" when the extension is enabled
             addon.register()
         return True
     except (ValueError, RuntimeError) as error:
