@@ -57,13 +57,16 @@ def work(tmp_path, sources):
     """A folder with copies of the inputs, and a way to run the script there."""
     folder = tmp_path / "in"
     shutil.copytree(sources, folder)
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    scratch = tmp_path / "scratch"  # the runs' temporary folder, to see that they leave nothing there
+    scratch.mkdir()
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               TMPDIR=str(scratch))
 
     def run(*arguments):
         return subprocess.run([sys.executable, SCRIPT, *map(str, arguments)], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=120)
 
-    return SimpleNamespace(folder=folder, run=run, env=env)
+    return SimpleNamespace(folder=folder, run=run, env=env, scratch=scratch)
 
 
 def digest(path):
@@ -93,6 +96,7 @@ def test_default_output_next_to_the_input_over_the_scene_range(blender, work):
     after = snapshot(work.folder)
     assert set(after) == set(before) | {"walk_baked.blend"}  # no .blend1, nothing else
     assert all(after[name] == before[name] for name in before)
+    assert os.listdir(work.scratch) == []  # not even Blender's session folder, that bpy 4.x leaves at os._exit
     record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
     assert record["tip_bone"] == "b3" and record["up_axis"] == "Z"  # the file's settings
     umask = os.umask(0o022)
@@ -152,6 +156,7 @@ def test_one_bad_input_does_not_stop_the_others(work):
     after = snapshot(work.folder)
     assert set(after) == set(before) | {"walk_baked.blend", "reach_baked.blend"}
     assert all(after[name] == before[name] for name in before)
+    assert os.listdir(work.scratch) == []  # the workers' records, the parent's run folder
     report = json.loads((work.folder.parent / "report.json").read_text())
     assert report["ok"] is False
     assert [record["ok"] for record in report["files"]] == [True, False, True]
@@ -203,6 +208,7 @@ status = script.run()
 bpy.app.handlers.load_pre.remove(count_load)
 print(f"status {status}, loads {len(loads)}")
 sys.stdout.flush()
+import shutil; shutil.rmtree(bpy.app.tempdir)  # as Blender does at exit
 os._exit(status)  # bpy 4.2 as a module may crash at exit (see the script's leave())
 """
 
@@ -395,10 +401,9 @@ def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False, tim
     ``signum`` ``times`` times to it (or to its whole process group, as Ctrl-C in a terminal does) and wait
     for its end.
     Returns the finished process and the notes the paused processes left."""
-    paused, scratch = tmp_path / "paused", tmp_path / "tmp"
+    paused = tmp_path / "paused"
     paused.mkdir()
-    scratch.mkdir()
-    env = dict(work.env, BAKE_IK_TEST_PAUSE=point, BAKE_IK_TEST_PAUSED=str(paused), TMPDIR=str(scratch))
+    env = dict(work.env, BAKE_IK_TEST_PAUSE=point, BAKE_IK_TEST_PAUSED=str(paused))
     for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME"):  # the script's own sandbox must go too
         env.pop(name)
     process = subprocess.Popen([sys.executable, SCRIPT, *map(str, arguments)], cwd=work.folder, env=env,
@@ -423,7 +428,7 @@ def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False, tim
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    assert os.listdir(scratch) == []  # no run folder, no Blender user files sandbox, no Blender session folder
+    assert os.listdir(work.scratch) == []  # no run folder, no sandbox for Blender's user files, no session folder
     assert all(_gone(note["pid"]) for note in notes)  # no worker left running
     return SimpleNamespace(returncode=process.returncode, stdout=stdout, stderr=stderr, notes=notes)
 
@@ -450,7 +455,7 @@ def test_an_interrupted_run_leaves_nothing_behind(work, tmp_path, arguments, pau
     assert done.stderr == f"bake_ik.py: error: interrupted by {signal.Signals(signum).name}\n"
     assert done.stdout == ""
     after = everything(work.folder.parent)
-    assert {name for name in after if not name.startswith(("paused", "tmp"))} == set(before)
+    assert {name for name in after if not name.startswith("paused")} == set(before)
     assert all(after[name] == before[name] for name in before)  # the inputs, byte for byte; no report
     if point == "save":  # the paused workers had their files saved under a temporary name
         assert all(note["temporary"].startswith(str(work.folder)) for note in done.notes)
@@ -464,6 +469,6 @@ def test_a_report_interrupted_while_written_is_the_old_one(work, tmp_path):
     assert done.returncode == 143
     assert done.stderr == "bake_ik.py: error: interrupted by SIGTERM\n"
     after = everything(work.folder.parent)
-    assert {name for name in after if not name.startswith(("paused", "tmp"))} == set(before) | {"in/walk_baked.blend"}
+    assert {name for name in after if not name.startswith("paused")} == set(before) | {"in/walk_baked.blend"}
     assert all(after[name] == before[name] for name in before)
     assert (work.folder.parent / "report.json").read_text() == "the last run's report\n"
