@@ -145,7 +145,10 @@ def remove_temporaries():
 def replacing(path, temporary=None, suffix=".tmp"):
     """Write ``path`` whole or not at all: yields a temporary name next to it (``temporary`` when the caller
     made one) to write; on success it is renamed onto ``path`` in one step. On any way out the temporary file
-    and its ``@`` sibling are gone, and ``path`` is either untouched or complete."""
+    and its ``@`` sibling are gone, and ``path`` is either untouched or complete. A symlink is followed (the
+    file it names is written, as open() would, and the link stays): the checks of what a run writes follow
+    links too, so that what is checked and what is written are the same file."""
+    path = os.path.realpath(path)
     if temporary is None:
         temporary = new_temporary(path, suffix)
     try:

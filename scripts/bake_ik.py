@@ -589,7 +589,7 @@ def main(argv=None):
 
 
 def run(argv=None):
-    """main(), and what an interruption leaves: no temporary file, one error line, status 130 or 143."""
+    """main(), and what an interruption leaves: no temporary file, one error line, status 128 + the signal."""
     with catching_signals():
         try:
             return main(argv)

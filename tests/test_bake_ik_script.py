@@ -305,6 +305,23 @@ def test_a_written_path_that_is_an_input_or_another_written_path_is_refused(work
     assert everything(work.folder.parent) == before  # nothing written, not even a probe or a temporary file
 
 
+def test_a_symlinked_output_and_report_are_written_through(blender, work):
+    """The file a link names is written, as open() would write it, and the link stays."""
+    out = work.folder.parent / "out"
+    out.mkdir()
+    os.symlink(out / "baked.blend", work.folder / "baked.blend")  # a link to a file still to be made
+    (out / "report.json").write_text("the last run's report\n")
+    os.symlink(out / "report.json", work.folder / "report.json")
+    before = everything(work.folder)
+    done = work.run("walk.blend", "--armature", "Arm", "--target", "Target", "--output", "baked.blend",
+                    "--report", "report.json")
+    assert done.returncode == 0, done.stderr
+    assert everything(work.folder) == before  # the links too
+    assert sorted(os.listdir(out)) == ["baked.blend", "report.json"]
+    record, = json.loads((out / "report.json").read_text())["files"]
+    replay(blender, out / "baked.blend", range(1, 61), record["unreachable"])
+
+
 def _disk_ignores_case(folder):
     """Asked of the disk the way a user would, independently of the script."""
     probe = folder / "Case_Probe"
