@@ -10,24 +10,35 @@ chain on the command line instead, for files set up without the panel), and the 
 next to the input unless told otherwise). The input is never written. Several inputs are baked in
 parallel, one process each; one file's failure does not stop the others, and the exit code is 0 only
 when every file was baked. User mistakes end in one ``bake_ik.py: error: ...`` line on stderr.
+
+No path the script writes (an output, the report, a temporary file) may be an input or another of them,
+however it is spelled; that is checked before anything runs. Every file is written whole under a temporary
+name next to it, then renamed: an interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no half-written file,
+no temporary file or folder and no worker process behind, and ends with status 128 + the signal's number
+(130 for Ctrl-C, 143 for kill's default).
 """
 import argparse
 import concurrent.futures
 import contextlib
+import errno
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import unicodedata
 
 PROG = "bake_ik.py"
 SCRIPT = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(SCRIPT))  # inside Blender (-P), the script's folder is not on the path
 
-from _blender_script import (UserError, blender_message, blender_quiet, in_blender, leave,  # noqa: E402
-                             sandbox_user_files, script_arguments)
+from _blender_script import (Interrupted, UserError, blender_message, blender_quiet,  # noqa: E402
+                             catching_signals, check_interrupted, forget_temporary, in_blender,
+                             interruption_handled, leave, new_temporary, remove_temporaries, replacing,
+                             sandbox_user_files, script_arguments, signals_deferred)
 
 UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
@@ -36,6 +47,9 @@ USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME .
          "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
          "[--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
+# How long the workers of an interrupted run get to clean up after themselves before they are killed (the
+# parent then removes their temporary files itself).
+WORKER_GRACE_SECONDS = 30
 
 
 def _join_negative_axes(arguments):
@@ -61,8 +75,15 @@ def _positive(text):
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """Command-line mistakes become one error line like any other, not argparse's usage block."""
+
+    def error(self, message):
+        raise UserError(message)
+
+
 def make_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, usage=USAGE,
         description="Bake the analytic IK of three-bone chains to rotation keys and save the result as a new "
                     ".blend file (the input is never written). Several inputs are baked in parallel.",
@@ -92,7 +113,9 @@ def make_parser():
     parser.add_argument("--jobs", type=_positive, metavar="N",
                         help="files baked at once (default: the number of cores)")
     parser.add_argument("--report", metavar="REPORT.json", help="also write every file's summary as JSON")
-    parser.add_argument("--summary-file", help=argparse.SUPPRESS)  # a worker's record, for its parent
+    # A worker's record for its parent, and the temporary file (made by the parent) the worker saves to.
+    parser.add_argument("--summary-file", help=argparse.SUPPRESS)
+    parser.add_argument("--save-via", help=argparse.SUPPRESS)
     return parser
 
 
@@ -112,12 +135,70 @@ def same_file(a, b):
         return False
 
 
+def _folder_and_name(path):
+    """The folder ``path`` names a file in, as (device, inode) so that any spelling of it is the same
+    (symlinks, ``..``, bind mounts, letter case), and the file's name there, symlinks followed."""
+    folder, name = os.path.split(os.path.realpath(path))
+    status = os.stat(folder)
+    return (status.st_dev, status.st_ino), name
+
+
+def _fold(name):
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _ignores_case(folder):
+    """Whether the disk under ``folder`` ignores letter case in names: make a file there and look for it under
+    other letters. The disk decides, not the platform (macOS, Windows and Linux disks can be either)."""
+    probe = new_temporary(os.path.join(folder, "Case"), suffix=".Probe")
+    try:
+        head, name = os.path.split(probe)
+        return os.path.exists(os.path.join(head, name.swapcase()))
+    finally:
+        forget_temporary(probe)
+
+
+def same_target(a, b, probed):
+    """Whether writing ``a`` would write the file ``b`` names; ``probed`` remembers which folders ignore case."""
+    try:
+        folder, name = _folder_and_name(a)
+        other_folder, other_name = _folder_and_name(b)
+    except OSError:  # a folder that does not exist holds no file
+        return False
+    if (folder, name) == (other_folder, other_name):
+        return True
+    exist = os.path.exists(a), os.path.exists(b)
+    if all(exist):
+        return os.path.samefile(a, b)  # hard links; and other letters where the disk ignores case
+    if any(exist) or folder != other_folder or _fold(name) != _fold(other_name):
+        return False  # where the disk ignores case, the one that exists would be found under the other's name
+    if folder not in probed:
+        probed[folder] = _ignores_case(os.path.dirname(os.path.realpath(a)))
+    return probed[folder]
+
+
+def _check_writable(label, path):
+    folder = os.path.dirname(path) or "."
+    if not os.path.exists(folder):
+        raise UserError(f"cannot write {label}: no such directory {folder}")
+    if not os.path.isdir(folder):
+        raise UserError(f"cannot write {label}: {folder} is not a directory")
+    if os.path.isdir(path):
+        raise UserError(f"cannot write {label}: it is a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write {label}: no permission to write in {folder}")
+
+
 def plan(args):
-    """[(input, output)] for the command line; UserError when the options do not fit together."""
+    """[(input, output)] for the command line; UserError when the options do not fit together, or when a
+    path the run would write is an input or another path it writes, however it is spelled."""
     if args.output is not None and len(args.inputs) > 1:
         raise UserError("--output takes one input; use --output-dir (or the default next to each input) for several")
-    if args.output_dir is not None and not os.path.isdir(args.output_dir):
-        raise UserError(f"--output-dir {args.output_dir}: no such directory")
+    if args.output_dir is not None:
+        if not os.path.exists(args.output_dir):
+            raise UserError(f"--output-dir {args.output_dir}: no such directory")
+        if not os.path.isdir(args.output_dir):
+            raise UserError(f"--output-dir {args.output_dir}: not a directory")
     if args.target is None and (args.tip_bone is not None or args.up_axis is not None):
         raise UserError("--tip-bone and --up-axis describe a chain together with --target; without --target the "
                         "file's chains are baked with their own settings")
@@ -130,17 +211,23 @@ def plan(args):
         pairs = [(args.inputs[0], args.output)]
     else:
         pairs = [(path, default_output(path, args.output_dir)) for path in args.inputs]
-    for path, output in pairs:
+    writes = [("output", output) for _, output in pairs]
+    writes += [(f"--{option.replace('_', '-')}", getattr(args, option))
+               for option in ("report", "summary_file", "save_via") if getattr(args, option) is not None]
+    probed = {}
+    for index, (role, path) in enumerate(writes):
+        label = f"the {role} {path}" if role == "output" else f"{role} {path}"
+        _check_writable(label, path)
         for other in args.inputs:
-            if same_file(output, other):
-                raise UserError(f"the output {output} is the input file {other}; it is never written over")
-        directory = os.path.dirname(output) or "."
-        if not os.path.isdir(directory):
-            raise UserError(f"cannot write {output}: no such directory {directory}")
-    outputs = [os.path.realpath(output) for _, output in pairs]
-    for index, output in enumerate(outputs):
-        if output in outputs[:index]:
-            raise UserError(f"two inputs would be baked to the same file {pairs[index][1]}")
+            if same_target(path, other, probed):
+                raise UserError(f"{label} is the input file {other}; it is never written over")
+        for other_role, other in writes[:index]:
+            if not same_target(path, other, probed):
+                continue
+            if role == other_role == "output":
+                raise UserError(f"two inputs would be baked to the same file {path}" if other == path else
+                                f"two inputs would be baked to the same file: {other} and {path}")
+            raise UserError(f"{label} is also the {other_role} {other}; give each its own file")
     return pairs
 
 
@@ -163,9 +250,12 @@ def check_input(path):
 
 def _register_addon(bpy, addon):
     """Register the add-on; inside a Blender that already has it (as an installed extension), go on with
-    the settings that are there. Returns whether this script must unregister it."""
+    the settings that are there. Returns whether this script must unregister it. A signal waits until the
+    caller knows that, and its next check_interrupted(): left registered, the add-on's handlers make bpy
+    crash or hang at exit."""
     try:
-        with blender_quiet():  # "registered before, unregistering previous" when the extension is enabled
+        with signals_deferred(raise_after=False), blender_quiet():
+            # "registered before, unregistering previous" when the extension is enabled
             addon.register()
         return True
     except (ValueError, RuntimeError) as error:
@@ -191,19 +281,42 @@ def _find_object(bpy, scene, name, path, role):
     return obj
 
 
-def _save_copy(bpy, output):
-    """Save the open file as ``output``, leaving the open file (the input) as it is, and no ``.blend1``."""
+def _pause_for_tests(point, **facts):
+    """For the tests only: with BAKE_IK_TEST_PAUSE=POINT, stop at that point, say so in a file in the folder
+    BAKE_IK_TEST_PAUSED (with this process's id and ``facts``) and wait there for a signal, so that a test
+    interrupts the script at a known moment instead of guessing one."""
+    if os.environ.get("BAKE_IK_TEST_PAUSE") != point:
+        return
+    folder = os.environ["BAKE_IK_TEST_PAUSED"]
+    note = os.path.join(folder, f"{point}.{os.getpid()}.json")
+    with open(note + ".part", "w", encoding="utf-8") as stream:
+        json.dump(dict(facts, point=point, pid=os.getpid()), stream)
+    os.replace(note + ".part", note)
+    while True:  # in short naps: a signal that one of Blender's threads took does not end a long one
+        time.sleep(0.05)
+
+
+def _save_copy(bpy, output, temporary=None):
+    """Save the open file as ``output``, whole or not at all, leaving the open file (the input) as it is, and
+    no ``.blend1``. Blender saves to a temporary name next to ``output`` (so that relative paths stay right),
+    which is then renamed onto it."""
     preferences = bpy.context.preferences
-    versions, dirty = preferences.filepaths.save_version, preferences.is_dirty
-    preferences.filepaths.save_version = 0
     try:
-        with blender_quiet():
-            bpy.ops.wm.save_as_mainfile(filepath=output, copy=True)
-    except RuntimeError as error:
-        raise UserError(f"cannot write {output}: {blender_message(error)}") from None
-    finally:
-        preferences.filepaths.save_version = versions
-        preferences.is_dirty = dirty
+        with replacing(output, temporary, suffix=".blend") as temporary:
+            versions, dirty = preferences.filepaths.save_version, preferences.is_dirty
+            preferences.filepaths.save_version = 0
+            try:
+                with blender_quiet():
+                    bpy.ops.wm.save_as_mainfile(filepath=temporary, copy=True)
+            except RuntimeError as error:
+                raise UserError(f"cannot write {output}: {blender_message(error)}") from None
+            finally:
+                preferences.filepaths.save_version = versions
+                preferences.is_dirty = dirty
+            check_interrupted()
+            _pause_for_tests("save", temporary=temporary)
+    except OSError as error:  # the folder went away or became read-only since the checks
+        raise UserError(f"cannot write {output}: {error.strerror or error}") from None
 
 
 def _cli_chain(bpy, scene, args, path):
@@ -287,6 +400,8 @@ def bake_file(path, output, args):
             raise UserError(f"{path}: cannot open: {blender_message(error)}") from None
     must_unregister = _register_addon(bpy, blender_ik_addon)
     try:
+        check_interrupted()
+        _pause_for_tests("bake")
         scene = bpy.context.scene
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
         if args.target is not None:
@@ -302,7 +417,8 @@ def bake_file(path, output, args):
                                                              names=names, specs=specs)))
             except ChainError as error:
                 raise UserError(f"{path}: armature '{armature.name}': {error}") from None
-        _save_copy(bpy, os.path.abspath(output))
+        check_interrupted()
+        _save_copy(bpy, os.path.abspath(output), args.save_via)
         chains = [_chain_record(armature, chain, result) for armature, result in results for chain in result.chains]
         summaries = [result.summary() if len(results) == 1 else f"{armature.name}: {result.summary()}"
                      for armature, result in results]
@@ -335,13 +451,14 @@ def run_here(path, output, args):
 
 # -- Several files: one worker process each ---------------------------------------------------------------
 
-def worker_command(path, output, args, summary_file, blender):
+def worker_command(path, output, args, summary_file, temporary, blender):
     if blender:
         import bpy
         command = [bpy.app.binary_path, "-b", "--python-exit-code", str(EXIT_FAILED), "-P", SCRIPT, "--"]
     else:
         command = [sys.executable, SCRIPT]
-    command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--summary-file={summary_file}"]
+    command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--summary-file={summary_file}",
+                f"--save-via={temporary}"]
     for option, value in (("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
                           ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:
@@ -351,7 +468,48 @@ def worker_command(path, output, args, summary_file, blender):
     return command + ["--", path]
 
 
-def run_worker(path, output, args, blender, scratch):
+class Workers:
+    """The worker processes running now; once stopped, no new one starts."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = set()
+        self.stopped = False
+
+    def start(self, command):
+        """The started process, or None once stopped; OSError when it cannot start."""
+        with self.lock:
+            if self.stopped:
+                return None
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, errors="replace")
+            self.running.add(process)
+            return process
+
+    def finished(self, process):
+        with self.lock:
+            self.running.discard(process)
+
+    def stop(self):
+        """No new worker; SIGTERM to the running ones, which clean up after themselves. SIGTERM whatever the
+        parent got: Blender in the background takes a first SIGINT for a mere "break" and goes on, until the
+        script has put its own handler in place."""
+        with self.lock:
+            self.stopped = True
+            running = list(self.running)
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+
+    def kill(self):
+        with self.lock:
+            running = list(self.running)
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+
+
+def run_worker(path, output, args, blender, scratch, workers):
     began = time.perf_counter()
     try:
         check_input(path)  # no process for a file that cannot be baked
@@ -359,20 +517,40 @@ def run_worker(path, output, args, blender, scratch):
         return failed_record(path, output, str(error), began)
     handle, summary_file = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
-    command = worker_command(path, output, args, summary_file, blender)
-    finished = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    try:  # made here, not by the worker, so that it is removed even if the worker is killed before it could
+        temporary = new_temporary(output, suffix=".blend")
+    except OSError as error:
+        return failed_record(path, output, f"cannot write {output}: {error.strerror or error}", began)
+    try:
+        command = worker_command(path, output, args, summary_file, temporary, blender)
+        program = command[0] or f"({'Blender' if blender else 'Python'} does not know its own path)"
+        try:
+            if not command[0]:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+            process = workers.start(command)
+        except OSError as error:
+            return failed_record(path, output, f"{path}: cannot start the baking process {program}: "
+                                               f"{error.strerror or error}", began)
+        if process is None:
+            return failed_record(path, output, f"{path}: not baked: the run was interrupted", began)
+        try:
+            _, stderr = process.communicate()
+        finally:
+            workers.finished(process)
+    finally:
+        forget_temporary(temporary)
     record = None
     with contextlib.suppress(OSError, ValueError):
         with open(summary_file, encoding="utf-8") as stream:
             record = json.load(stream)
     if isinstance(record, dict) and "ok" in record:
         record["input"] = os.path.abspath(path)
-        if record["ok"] and finished.returncode != 0:
-            record.update(ok=False, error=f"{path}: the baking process failed at exit (status {finished.returncode})")
+        if record["ok"] and process.returncode != 0:
+            record.update(ok=False, error=f"{path}: the baking process failed at exit (status {process.returncode})")
         return record
-    lines = [line for line in finished.stderr.splitlines() if line.strip()]
+    lines = [line for line in stderr.splitlines() if line.strip()]
     detail = f": {lines[-1].strip()}" if lines else ""
-    return failed_record(path, output, f"{path}: the baking process failed (status {finished.returncode}){detail}",
+    return failed_record(path, output, f"{path}: the baking process failed (status {process.returncode}){detail}",
                          began)
 
 
@@ -381,17 +559,36 @@ def run_parallel(pairs, args, blender, announce):
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     records = [None] * len(pairs)
+    workers = Workers()
     scratch = tempfile.mkdtemp(prefix="bake_ik_run_")
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(jobs, len(pairs)))
+    futures = {}
     try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(jobs, len(pairs))) as pool:
-            futures = {pool.submit(run_worker, path, output, args, blender, scratch): index
-                       for index, (path, output) in enumerate(pairs)}
-            for future in concurrent.futures.as_completed(futures):
-                index = futures[future]
-                records[index] = future.result()
-                announce(pairs[index], records[index])
+        try:
+            for index, (path, output) in enumerate(pairs):
+                futures[pool.submit(run_worker, path, output, args, blender, scratch, workers)] = index
+            waiting = set(futures)
+            while waiting:
+                # In short waits: Python runs signal handlers in the main thread, which a signal that one of
+                # the pool's threads took does not wake from a long one.
+                done, waiting = concurrent.futures.wait(waiting, timeout=0.1,
+                                                        return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in sorted(done, key=futures.get):
+                    index = futures[future]
+                    records[index] = future.result()
+                    announce(pairs[index], records[index])
+        except Interrupted as interruption:
+            # The workers clean up after themselves on the signal; one that does not in time is killed, and
+            # its temporary file is removed here (run_worker's finally) once it is gone.
+            workers.stop()
+            _, late = concurrent.futures.wait(futures, timeout=WORKER_GRACE_SECONDS)
+            if late:
+                workers.kill()
+            raise
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        with signals_deferred():
+            pool.shutdown(wait=True)
+            shutil.rmtree(scratch, ignore_errors=True)
     return records
 
 
@@ -407,34 +604,42 @@ def announce(pair, record):
 
 
 def write_json(path, data):
-    with open(path, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
+    """Write ``path`` whole or not at all (a report cut off halfway is worse than none)."""
+    with replacing(path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as stream:
+            json.dump(data, stream, indent=2)
+            stream.write("\n")
+        _pause_for_tests("report", temporary=temporary)
+
+
+def _usage_error(message):
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def main(argv=None):
     blender = in_blender()
-    parser = make_parser()
-    args = parser.parse_args(_join_negative_axes(script_arguments(sys.argv if argv is None else argv, blender)))
-    if not args.inputs:
-        open_file = sys.modules["bpy"].data.filepath if blender else ""
-        if not open_file:
-            parser.error("give at least one INPUT.blend" + (" (after --, or open it with blender -b INPUT.blend)"
-                                                             if blender else ""))
-        args.inputs = [open_file]
+    try:
+        args = make_parser().parse_args(_join_negative_axes(script_arguments(sys.argv if argv is None else argv,
+                                                                             blender)))
+        if not args.inputs:
+            open_file = sys.modules["bpy"].data.filepath if blender else ""
+            if not open_file:
+                raise UserError("give at least one INPUT.blend" + (
+                    " (after --, or open it with blender -b INPUT.blend)" if blender else ""))
+            args.inputs = [open_file]
+        if args.summary_file is not None and (len(args.inputs) != 1 or args.output is None):
+            raise UserError("--summary-file is for one input and its --output")
+        pairs = plan(args)  # every path checked before anything runs
+    except UserError as error:
+        return _usage_error(error)
 
     if args.summary_file is not None:  # a worker for one file of a parallel run
-        path, output = args.inputs[0], args.output or default_output(args.inputs[0], args.output_dir)
-        record = run_here(path, output, args)
+        record = run_here(*pairs[0], args)
         write_json(args.summary_file, record)
-        announce((path, output), record)
+        announce(pairs[0], record)
         return 0 if record["ok"] else EXIT_FAILED
 
-    try:
-        pairs = plan(args)
-    except UserError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
     if len(pairs) == 1:
         records = [run_here(*pairs[0], args)]
         announce(pairs[0], records[0])
@@ -455,5 +660,17 @@ def main(argv=None):
     return EXIT_FAILED if failures else 0
 
 
+def run(argv=None):
+    """main(), and what an interruption leaves: no temporary file, one error line, status 128 + the signal."""
+    with catching_signals():
+        try:
+            return main(argv)
+        except Interrupted as interruption:
+            interruption_handled()
+            remove_temporaries()
+            print(f"{PROG}: error: interrupted by {interruption}", file=sys.stderr, flush=True)
+            return interruption.status
+
+
 if __name__ == "__main__":
-    leave(main())
+    leave(run())

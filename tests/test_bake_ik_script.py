@@ -3,10 +3,13 @@ Blender replay the keys. Inputs must come out byte for byte unchanged, with noth
 import hashlib
 import importlib.util
 import json
+import pathlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -95,13 +98,16 @@ def work(tmp_path, sources):
     """A folder with copies of the inputs, and a way to run the script there."""
     folder = tmp_path / "in"
     shutil.copytree(sources, folder)
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    scratch = tmp_path / "scratch"  # the runs' temporary folder, to see that they leave nothing there
+    scratch.mkdir()
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               TMPDIR=str(scratch))
 
     def run(*arguments):
         return subprocess.run([sys.executable, SCRIPT, *map(str, arguments)], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=120)
 
-    return SimpleNamespace(folder=folder, run=run, env=env)
+    return SimpleNamespace(folder=folder, run=run, env=env, scratch=scratch)
 
 
 def digest(path):
@@ -131,8 +137,13 @@ def test_default_output_next_to_the_input_over_the_scene_range(blender, work):
     after = snapshot(work.folder)
     assert set(after) == set(before) | {"walk_baked.blend"}  # no .blend1, nothing else
     assert all(after[name] == before[name] for name in before)
+    assert os.listdir(work.scratch) == []  # not even Blender's session folder, that bpy 4.x leaves at os._exit
     record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
     assert record["chains"][0]["tip_bone"] == "b3" and record["chains"][0]["up_axis"] == "Z"  # the file's settings
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for written in (work.folder / "walk_baked.blend", work.folder.parent / "report.json"):
+        assert written.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes them, not mkstemp's 0600
     replay(blender, work.folder / "walk_baked.blend", range(1, 61), record["unreachable"])
 
 
@@ -186,6 +197,7 @@ def test_one_bad_input_does_not_stop_the_others(work):
     after = snapshot(work.folder)
     assert set(after) == set(before) | {"walk_baked.blend", "reach_baked.blend"}
     assert all(after[name] == before[name] for name in before)
+    assert os.listdir(work.scratch) == []  # the workers' records, the parent's run folder
     report = json.loads((work.folder.parent / "report.json").read_text())
     assert report["ok"] is False
     assert [record["ok"] for record in report["files"]] == [True, False, True]
@@ -251,10 +263,11 @@ script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)
 script.in_blender = lambda: True
 sys.argv = ["blender", "-b", blend, "-P", script_path, "--", *rest]
-status = script.main()
+status = script.run()
 bpy.app.handlers.load_pre.remove(count_load)
 print(f"status {status}, loads {len(loads)}")
 sys.stdout.flush()
+import shutil; shutil.rmtree(bpy.app.tempdir)  # as Blender does at exit
 os._exit(status)  # bpy 4.2 as a module may crash at exit (see the script's leave())
 """
 
@@ -285,3 +298,253 @@ def test_arguments_inside_blender_and_negative_axes():
     assert script._join_negative_axes(["--up-axis", "-Z", "a.blend"]) == ["--up-axis=-Z", "a.blend"]
     assert script.default_output("dir/walk.blend") == os.path.join("dir", "walk_baked.blend")
     assert script.default_output("dir/walk.blend", "out") == os.path.join("out", "walk_baked.blend")
+
+
+# -- Paths: nothing the script writes may be an input or another path it writes, however it is spelled ------
+
+def everything(folder):
+    """Every file under ``folder`` (hidden ones too) with its bytes' digest, and every folder; but not the
+    Blender user files the runs were told to keep there (BLENDER_USER_RESOURCES, XDG_CACHE_HOME)."""
+    found = {}
+    for root, folders, files in os.walk(folder):
+        if root == str(folder):
+            folders[:] = [name for name in folders if name not in ("blender", "cache")]
+        for name in folders:
+            found[os.path.relpath(os.path.join(root, name), folder)] = "folder"
+        for name in files:
+            path = os.path.join(root, name)
+            found[os.path.relpath(path, folder)] = ("link to " + os.readlink(path) if os.path.islink(path)
+                                                    else digest(pathlib.Path(path)))
+    return found
+
+
+def _links(folder):
+    os.link(folder / "walk.blend", folder / "hard.blend")
+    os.symlink("walk.blend", folder / "soft.blend")
+    (folder / "sub").mkdir()
+    os.symlink(folder / "sub", folder / "sub_link")
+    shutil.copy(folder / "reach.blend", folder / "walk_baked.blend")
+    shutil.copy(folder / "walk.blend", folder / "sub" / "walk.blend")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["walk.blend", "--report", "walk.blend"], "--report walk.blend is the input file walk.blend; it is never written"),
+    (["walk.blend", "--report", "hard.blend"], "--report hard.blend is the input file walk.blend"),
+    (["walk.blend", "--report", "soft.blend"], "--report soft.blend is the input file walk.blend"),
+    (["walk.blend", "--report", "sub/../walk.blend"], "--report sub/../walk.blend is the input file"),
+    (["walk.blend", "--report", "sub_link/../sub/../walk.blend"], "is the input file walk.blend"),
+    (["walk.blend", "--output", "out.blend", "--report", "out.blend"], "--report out.blend is also the output"),
+    (["walk.blend", "--output", "out.blend", "--report", "sub_link/../out.blend"], "is also the output out.blend"),
+    (["reach.blend", "walk.blend", "--output-dir", "sub", "--report", "sub/walk_baked.blend"], "is also the output"),
+    (["walk.blend", "--output", "o.blend", "--report", "r.json", "--summary-file", "./r.json"],
+     "--summary-file ./r.json is also the --report r.json"),
+    (["walk.blend", "--output", "hard.blend"], "the output hard.blend is the input file walk.blend"),
+    (["walk.blend", "--output", "soft.blend"], "the output soft.blend is the input file walk.blend"),
+    (["walk.blend", "--output", "sub_link/../walk.blend"], "is the input file walk.blend; it is never written over"),
+    (["walk.blend", "walk_baked.blend", "--tip-bone", "b3"], "the output walk_baked.blend is the input file"),
+    (["walk.blend", "sub/walk.blend", "--output-dir", "sub_link"], "two inputs would be baked to the same file"),
+    (["walk.blend", "sub/../walk.blend", "--output-dir", "sub"], "two inputs would be baked to the same file "
+                                                                 "sub/walk_baked.blend"),
+    (["walk.blend", "--output", "walk.blend/out.blend"], "cannot write the output walk.blend/out.blend: walk.blend "
+                                                         "is not a directory"),
+    (["walk.blend", "--output-dir", "walk.blend"], "--output-dir walk.blend: not a directory"),
+    (["walk.blend", "--output-dir", "gone"], "--output-dir gone: no such directory"),
+    (["walk.blend", "--output", "sub"], "cannot write the output sub: it is a directory"),
+    (["walk.blend", "--report", "sub_link"], "cannot write --report sub_link: it is a directory"),
+    (["walk.blend", "--report", "gone/r.json"], "cannot write --report gone/r.json: no such directory gone"),
+])
+def test_a_written_path_that_is_an_input_or_another_written_path_is_refused(work, arguments, message):
+    _links(work.folder)
+    before = everything(work.folder.parent)
+    done = work.run(*arguments, "--armature", "Arm", "--target", "Target")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    line, = done.stderr.splitlines()
+    assert line.startswith("bake_ik.py: error: ") and message in line, line
+    assert everything(work.folder.parent) == before  # nothing written, not even a probe or a temporary file
+
+
+def test_a_symlinked_output_and_report_are_written_through(blender, work):
+    """The file a link names is written, as open() would write it, and the link stays."""
+    out = work.folder.parent / "out"
+    out.mkdir()
+    os.symlink(out / "baked.blend", work.folder / "baked.blend")  # a link to a file still to be made
+    (out / "report.json").write_text("the last run's report\n")
+    os.symlink(out / "report.json", work.folder / "report.json")
+    before = everything(work.folder)
+    done = work.run("walk.blend", "--armature", "Arm", "--target", "Target", "--output", "baked.blend",
+                    "--report", "report.json")
+    assert done.returncode == 0, done.stderr
+    assert everything(work.folder) == before  # the links too
+    assert sorted(os.listdir(out)) == ["baked.blend", "report.json"]
+    record, = json.loads((out / "report.json").read_text())["files"]
+    replay(blender, out / "baked.blend", range(1, 61), record["unreachable"])
+
+
+def _disk_ignores_case(folder):
+    """Asked of the disk the way a user would, independently of the script."""
+    probe = folder / "Case_Probe"
+    probe.write_text("")
+    try:
+        return (folder / "case_probe").exists()
+    finally:
+        probe.unlink()
+
+
+def test_names_that_differ_only_in_letter_case(work):
+    """Where the disk ignores case, WALK.blend is walk.blend and two outputs that differ only in case are one
+    file: refused. Where it does not, they are different files: all baked."""
+    (work.folder / "up").mkdir()
+    shutil.copy(work.folder / "walk.blend", work.folder / "up" / "Walk.blend")
+    out = work.folder.parent / "out"
+    out.mkdir()
+    before = everything(work.folder.parent)
+    one = work.run("walk.blend", "--armature", "Arm", "--target", "Target", "--output", "WALK.blend")
+    both = work.run("walk.blend", "up/Walk.blend", "--armature", "Arm", "--target", "Target", "--output-dir", out)
+    if _disk_ignores_case(out):
+        assert (one.returncode, both.returncode) == (2, 2)
+        assert one.stderr == "bake_ik.py: error: the output WALK.blend is the input file walk.blend; it is never " \
+                             "written over\n"
+        assert both.stderr.startswith("bake_ik.py: error: two inputs would be baked to the same file: ")
+        assert everything(work.folder.parent) == before
+    else:
+        assert (one.returncode, both.returncode) == (0, 0), one.stderr + both.stderr
+        after = everything(work.folder.parent)
+        assert set(after) == set(before) | {"in/WALK.blend", "out/walk_baked.blend", "out/Walk_baked.blend"}
+        assert all(after[name] == before[name] for name in before)
+
+
+@pytest.mark.parametrize("arguments", [
+    ["--jobs", "0"], ["--step", "x"], ["--up-axis", "Q"], ["--start", "1.5"], ["--frobnicate"],
+    ["--output", "a.blend", "--output-dir", "."], ["--armature"],
+])
+def test_a_command_line_mistake_is_one_line_with_status_2(work, arguments):
+    before = everything(work.folder.parent)
+    done = work.run("walk.blend", "--armature", "Arm", "--target", "Target", *arguments)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    line, = done.stderr.splitlines()
+    assert line.startswith("bake_ik.py: error: ") and "usage" not in line, line
+    assert everything(work.folder.parent) == before
+
+
+def test_no_input_is_one_line_with_status_2(work):
+    done = work.run("--armature", "Arm", "--target", "Target")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "bake_ik.py: error: give at least one INPUT.blend\n")
+
+
+# `python bake_ik.py` run by an interpreter whose own path is wrong: the workers cannot start.
+WITH_A_BAD_INTERPRETER = r"""
+import runpy, sys
+sys.executable = "/nonexistent/python3"
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("harness, program", [
+    (WITH_A_BAD_INTERPRETER, "/nonexistent/python3: No such file or directory"),
+    (AS_IF_IN_BLENDER, "(Blender does not know its own path): No such file or directory"),
+], ids=["python", "blender"])
+def test_a_worker_that_cannot_start_is_one_line_per_file(work, harness, program):
+    before = everything(work.folder.parent)
+    inputs = ["walk.blend", "reach.blend"]
+    if harness is AS_IF_IN_BLENDER:
+        inputs = [work.folder / "walk.blend", *inputs]  # the file opened with -b, then the script's own
+    done = subprocess.run([sys.executable, "-c", harness, SCRIPT, *map(str, inputs), "--armature", "Arm",
+                           "--target", "Target", "--tip-bone", "b3", "--jobs", "2"],
+                          cwd=work.folder, env=work.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert sorted(done.stderr.splitlines()) == [
+        "bake_ik.py: error: 2 of 2 files failed",
+        f"bake_ik.py: error: reach.blend: cannot start the baking process {program}",
+        f"bake_ik.py: error: walk.blend: cannot start the baking process {program}"]
+    assert everything(work.folder.parent) == before
+
+
+# -- Interruptions: SIGINT, SIGTERM or SIGHUP at a known moment leave nothing half done ---------------------
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def interrupt(work, tmp_path, arguments, point, signum, pauses, group=False, times=1):
+    """Run the script, let it (or each of its workers) stop at ``point`` (the script's test hook), send
+    ``signum`` ``times`` times to it (or to its whole process group, as Ctrl-C in a terminal does) and wait
+    for its end.
+    Returns the finished process and the notes the paused processes left."""
+    paused = tmp_path / "paused"
+    paused.mkdir()
+    env = dict(work.env, BAKE_IK_TEST_PAUSE=point, BAKE_IK_TEST_PAUSED=str(paused))
+    for name in ("BLENDER_USER_RESOURCES", "XDG_CACHE_HOME"):  # the script's own sandbox must go too
+        env.pop(name)
+    process = subprocess.Popen([sys.executable, SCRIPT, *map(str, arguments)], cwd=work.folder, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(paused.glob("*.json"))) < pauses:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the script never reached the pause"
+            time.sleep(0.02)
+        notes = [json.loads(note.read_text()) for note in paused.glob("*.json")]
+        for note in notes:
+            if "temporary" in note:  # what a save Blender was still writing would leave
+                pathlib.Path(note["temporary"] + "@").write_bytes(b"BLENDER-v")
+        for _ in range(times):
+            if group:
+                os.killpg(process.pid, signum)
+            else:
+                process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert os.listdir(work.scratch) == []  # no run folder, no sandbox for Blender's user files, no session folder
+    assert all(_gone(note["pid"]) for note in notes)  # no worker left running
+    return SimpleNamespace(returncode=process.returncode, stdout=stdout, stderr=stderr, notes=notes)
+
+
+SINGLE = ["walk.blend", "--armature", "Arm", "--target", "Target"]
+PARALLEL = ["walk.blend", "reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3", "--jobs", 2]
+
+
+@pytest.mark.parametrize("arguments, pauses, group, signum, times", [
+    (SINGLE, 1, False, signal.SIGINT, 1), (SINGLE, 1, False, signal.SIGTERM, 1), (SINGLE, 1, False, signal.SIGHUP, 1),
+    (PARALLEL, 2, False, signal.SIGINT, 1), (PARALLEL, 2, False, signal.SIGTERM, 1),
+    # Ctrl-C, and a terminal closing, signal the whole foreground process group: the workers too.
+    (PARALLEL, 2, True, signal.SIGINT, 1), (PARALLEL, 2, True, signal.SIGHUP, 1),
+    # An impatient second Ctrl-C must not cut the cleanup short.
+    (SINGLE, 1, False, signal.SIGINT, 2), (PARALLEL, 2, True, signal.SIGINT, 2),
+], ids=["one file, SIGINT", "one file, SIGTERM", "one file, SIGHUP", "parallel, SIGINT to the parent",
+        "parallel, SIGTERM to the parent", "parallel, SIGINT to the group", "parallel, SIGHUP to the group",
+        "one file, SIGINT twice", "parallel, SIGINT twice to the group"])
+@pytest.mark.parametrize("point", ["bake", "save"])
+def test_an_interrupted_run_leaves_nothing_behind(work, tmp_path, arguments, pauses, group, signum, times, point):
+    before = everything(work.folder.parent)
+    done = interrupt(work, tmp_path, [*arguments, "--report", "../report.json"], point, signum, pauses, group, times)
+    assert done.returncode == 128 + signum
+    assert done.stderr == f"bake_ik.py: error: interrupted by {signal.Signals(signum).name}\n"
+    assert done.stdout == ""
+    after = everything(work.folder.parent)
+    assert {name for name in after if not name.startswith("paused")} == set(before)
+    assert all(after[name] == before[name] for name in before)  # the inputs, byte for byte; no report
+    if point == "save":  # the paused workers had their files saved under a temporary name
+        assert all(note["temporary"].startswith(str(work.folder)) for note in done.notes)
+
+
+def test_a_report_interrupted_while_written_is_the_old_one(work, tmp_path):
+    """The outputs were written whole before; the report is written whole or not at all."""
+    (work.folder.parent / "report.json").write_text("the last run's report\n")
+    before = everything(work.folder.parent)
+    done = interrupt(work, tmp_path, [*SINGLE, "--report", "../report.json"], "report", signal.SIGTERM, 1)
+    assert done.returncode == 143
+    assert done.stderr == "bake_ik.py: error: interrupted by SIGTERM\n"
+    after = everything(work.folder.parent)
+    assert {name for name in after if not name.startswith("paused")} == set(before) | {"in/walk_baked.blend"}
+    assert all(after[name] == before[name] for name in before)
+    assert (work.folder.parent / "report.json").read_text() == "the last run's report\n"
