@@ -168,8 +168,9 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         if kept:
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
         keyframe_points.foreach_set(attribute, inserted.ravel())
-    # Sorts (already sorted) and recalculates the automatic handles of the new keys and their neighbours.
-    fcurve.update()
+    # Recalculates the automatic handles of the new keys and their neighbours (already sorted). Not
+    # fcurve.update(): it also merges keys closer than 0.01 frames, deleting a kept key next to the range.
+    keyframe_points.handles_recalc()
 
 
 def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=None):
