@@ -397,65 +397,52 @@ def test_live_watches_everything_the_solve_validates(blender, change):
     assert status.message.split(": ", 1)[-1][:40] in str(refusal.value)
 
 
-# Rigify's metarigs ship with Blender: real rigs, with Blender's own float32 noise in their rest matrices.
+# Rigify's metarigs ship with Blender: real rigs, with Blender's own float32 noise in their rest matrices
+# (a few 1e-5: the horse's tail was refused at rest for a parent scale that isn't there).
 METARIGS = {
-    "human": ("hand.L", "foot.R", "f_index.03.L", "thumb.03.R"),
-    "Animals.horse": ("tail.003", "tail.005", "f_foot.L", "r_toe.R"),
-    "Animals.cat": ("tail.004", "hand.L", "foot.R", "f_middle.03.L"),
-    "Animals.bird": ("tail.001", "f_toe.L", "foot.R", "hand.L"),
-    "Animals.shark": ("tail.003", "t_fin.L", "spine.006", "jaw.002"),
-    "Animals.wolf": ("tail.005", "f_paw.L", "r_paw.R", "hand.L"),
+    "human": ("hand.L", "foot.R", "f_index.03.R", "thumb.03.L"),
+    "Animals.horse": ("tail.003", "tail.004", "tail.005", "f_hoof.L", "r_hoof.R"),
+    "Animals.cat": ("tail.004", "hand.L", "foot.R", "f_index.002.R"),
+    "Animals.bird": ("foot.L", "toe.R", "t_thumb.002.L"),
+    "Animals.shark": ("side_fin.L.001", "chest_fin.Bot.R", "top_fin.001"),
+    "Animals.wolf": ("front_toe.L", "toe.R", "f_index.03.L"),
 }
 
 
-@pytest.fixture(scope="module")
-def rigify():
-    import addon_utils
-    import bpy
-    addon_utils.enable("rigify", default_set=False)
-    yield
-    addon_utils.disable("rigify", default_set=False)
-
-
 @pytest.mark.parametrize("metarig", METARIGS)
-def test_rigify_metarig_chains_solve_at_rest_and_posed(blender, rigify, metarig):
+def test_rigify_metarig_chains_solve_at_rest_and_posed(blender, metarig):
     bpy = blender
-    module = importlib.import_module(f"rigify.metarigs.{metarig}")
-    data = bpy.data.armatures.new(metarig)
-    obj = bpy.data.objects.new(metarig, data)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    module.create(obj)
-    bpy.ops.object.mode_set(mode="OBJECT")
+    import addon_utils
     from blender_ik_addon.ops import tip_target_matrix
-    tips = [tip for tip in METARIGS[metarig] if tip in obj.data.bones]
-    assert len(tips) >= 3, [b.name for b in obj.data.bones]
+    addon_utils.enable("rigify", default_set=True)
+    try:
+        module = importlib.import_module(f"rigify.metarigs.{metarig}")
+        data = bpy.data.armatures.new(metarig)
+        obj = bpy.data.objects.new(metarig, data)
+        bpy.context.scene.collection.objects.link(obj)
+        bpy.context.view_layer.objects.active = obj
+        module.create(obj)
+        bpy.ops.object.mode_set(mode="OBJECT")
+    finally:
+        addon_utils.disable("rigify", default_set=True)
     rng = np.random.default_rng(len(metarig))
-    for tip in tips:
-        chain = obj.blender_ik.chains.add()
-        chain.name = chain.tip_bone = tip
-        chain.up_axis = "Y"
-        chain.target = add_empty(f"{tip}_goal")
-    bpy.context.view_layer.update()
-    length = {tip: sum(obj.data.bones[b].length for b in (tip, obj.data.bones[tip].parent.name,
-                                                           obj.data.bones[tip].parent.parent.name)) for tip in tips}
-    for spread in (0.0, 0.4):  # at rest (the goal where the tip is), then a pose made by forward kinematics
-        goals = {}
-        for tip in tips:
-            bones = [obj.pose.bones[tip].parent.parent, obj.pose.bones[tip].parent, obj.pose.bones[tip]]
+    goal = add_empty("Goal")
+    settings = obj.blender_ik.chains.add()
+    settings.up_axis, settings.target = "Y", goal
+    for tip in METARIGS[metarig]:
+        settings.name = settings.tip_bone = tip
+        bones = [obj.pose.bones[tip].parent.parent, obj.pose.bones[tip].parent, obj.pose.bones[tip]]
+        length = sum(pose_bone.length for pose_bone in bones)
+        for spread in (0.0, 0.4):  # at rest (the goal where the tip is), then a pose made by forward kinematics
             for pose_bone in bones:
                 pose_bone.rotation_mode = "XYZ"
                 pose_bone.rotation_euler = tuple(rng.uniform(-spread, spread, 3))
             bpy.context.view_layer.update()
-            goals[tip] = tip_target_matrix(obj, tip, "Y", "NONE")
+            goal.matrix_world = tip_target_matrix(obj, tip, "Y", "NONE")
             for pose_bone in bones:
                 pose_bone.rotation_euler = (0.0, 0.0, 0.0)
-        for tip in tips:
-            obj.blender_ik.chains[tip].target.matrix_world = goals[tip]
-        bpy.context.view_layer.update()
-        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
-        for tip in tips:
+            bpy.context.view_layer.update()
+            assert bpy.ops.blender_ik.solve() == {"FINISHED"}, tip
             tail, direction = tip_and_direction(obj, tip)
-            goal = obj.blender_ik.chains[tip].target
-            assert np.linalg.norm(tail - np.array(goal.matrix_world.translation)) < 1e-4 * length[tip], (tip, spread)
+            assert np.linalg.norm(tail - np.array(goal.matrix_world.translation)) < 1e-4 * length, (tip, spread)
             assert angle_between(direction, axis_of(goal, "Y")) < 1e-4, (tip, spread)
