@@ -168,10 +168,13 @@ def check_base(chain, base, frames=None):
     if bad.any():
         when = f" at frames {compact_frames(frames[bad])}" if frames is not None else ""
         culprit = _scaled_ancestor(chain)
+        first = chain.armature.data.bones[chain.names[0]]
         if culprit is not None:
             who = f"Bone '{culprit[0]}' above the chain has {culprit[1]} scale in the pose{when}"
+        elif _scale_deviation(matrix_array(first.matrix_local)[None, :3, :3])[2][0]:
+            who = f"The rest matrix of bone '{first.name}' is sheared or scaled; re-create the bone in Edit Mode"
         else:
-            who = f"A bone above the chain gives bone '{chain.names[0]}' a non-uniform or negative scale{when}"
+            who = f"A bone above the chain gives bone '{first.name}' a non-uniform or negative scale{when}"
         raise ChainError(f"{who}; the chain's parent bones need a uniform, positive scale (clear it with Alt+S)")
     return scale
 
