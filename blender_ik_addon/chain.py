@@ -365,7 +365,7 @@ def _reads_chain(chain, obj, bone_name):
             pairs += [(t.target, t.subtarget) for t in getattr(constraint, "targets", ())]
             for target, subtarget in pairs:
                 if chain_bone(target, subtarget):
-                    return f"{owner}'s constraint '{constraint.name}' follows chain bone '{subtarget}'"
+                    return f"constraint '{constraint.name}' of {owner} follows chain bone '{subtarget}'"
         return None
 
     def from_drivers(owner, animated, path_prefix=""):
@@ -377,7 +377,7 @@ def _reads_chain(chain, obj, bone_name):
                 for target in variable.targets:
                     bone = target.bone_target or _bone_of_path(target.data_path or "")
                     if chain_bone(target.id, bone):
-                        return f"{owner}'s driver on '{driver.data_path}' reads chain bone '{bone}'"
+                        return f"the driver on '{driver.data_path}' of {owner} reads chain bone '{bone}'"
         return None
 
     if bone_name and obj is not None and obj.type == "ARMATURE":

@@ -116,7 +116,7 @@ KEY_CASES = {
     "time_remap": (lambda bpy, obj, tmp: setattr(bpy.context.scene.render, "frame_map_new", 200),
                    r"The scene remaps time \(Time Stretching 100 -> 200\)"),
     "beyond_frame_limit": (None, r"Frames 1048500-1048600 go beyond Blender's frame limits"),
-    "huge_range": (None, r"Baking 2000001 frames × 1 chains would need about 7.6 GB"),
+    "huge_range": (None, r"Baking 2000001 frames × 1 chain\(s\) would need about 7.6 GB"),
 }
 
 
@@ -219,10 +219,10 @@ STATE_CASES = {
                               r"Bone 'root' above the chain has a negative \(mirroring\) scale in the pose"),
     "non_uniform_parent_scale": (lambda bpy, obj, target: scale_parent(obj, (1.0, 1.3, 1.0)),
                                  r"Bone 'root' above the chain has a non-uniform scale in the pose"),
-    "child_of_constraint": (child_of_chain, r"The target 'Target' moves with the chain: 'Target''s constraint "
-                                            r"'Child Of' follows chain bone 'b2'"),
-    "driver": (driven_by_chain, r"'Target''s driver on 'location' reads chain bone 'b3'"),
-    "pole_through_parent": (pole_copies_chain, r"The pole 'Pole' moves with the chain: 'Holder''s constraint"),
+    "child_of_constraint": (child_of_chain, r"The target 'Target' moves with the chain: constraint 'Child Of' of "
+                                            r"'Target' follows chain bone 'b2'"),
+    "driver": (driven_by_chain, r"the driver on 'location' of 'Target' reads chain bone 'b3'"),
+    "pole_through_parent": (pole_copies_chain, r"The pole 'Pole' moves with the chain: constraint 'Copy Location' of 'Holder'"),
 }
 
 
