@@ -249,6 +249,12 @@ def playback_problems(obj):
     return problems
 
 
+def is_muted(fcurve):
+    """Whether Blender's evaluation skips ``fcurve``: its own mute, or on 4.2 its group's (measured: with 4.4+
+    layered actions a muted group still plays its F-curves)."""
+    return fcurve.mute or (not _LAYERED and fcurve.group is not None and fcurve.group.mute)
+
+
 def action_problem(obj):
     """Why the keys of ``obj``'s action cannot be changed and kept, or None: an action linked from a library
     would change only until the file is reloaded."""
@@ -298,8 +304,8 @@ def channel_problems(obj, data_paths):
         where = (fcurve.data_path, fcurve.array_index)
         if fcurve.lock or (fcurve.group is not None and fcurve.group.lock):
             problems.append(where + ("is locked (unlock it in the Graph Editor)",))
-        if fcurve.mute or (fcurve.group is not None and fcurve.group.mute):
-            problems.append(where + ("is muted, so its keys would not play (unmute it)",))
+        if is_muted(fcurve):
+            problems.append(where + ("is muted (or its group is), so its keys would not play (unmute it)",))
         modifiers = [modifier.type.replace("_", " ").title() for modifier in fcurve.modifiers
                      if not modifier.mute]
         if modifiers:

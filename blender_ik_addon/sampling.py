@@ -21,7 +21,7 @@ from . import keys, rotations
 from .chain import ChainError, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
 
 def _is_muted(fcurve):
-    return fcurve.mute or (fcurve.group is not None and fcurve.group.mute)
+    return keys.is_muted(fcurve)
 
 
 def direct_reason(obj, scene):

@@ -103,7 +103,7 @@ KEY_CASES = {
     "locked": (lambda bpy, obj, tmp: setattr(b1_fcurve(obj, 2), "lock", True),
                r"Chain 'arm': The F-curve rotation_quaternion\[2\] of bone 'b1' is locked"),
     "muted": (lambda bpy, obj, tmp: setattr(b1_fcurve(obj, 1), "mute", True),
-              r"rotation_quaternion\[1\] of bone 'b1' is muted, so its keys would not play"),
+              r"rotation_quaternion\[1\] of bone 'b1' is muted \(or its group is\), so its keys would not play"),
     "modifier": (lambda bpy, obj, tmp: b1_fcurve(obj, 0).modifiers.new("CYCLES"),
                  r"rotation_quaternion\[0\] of bone 'b1' has modifiers \(Cycles\)"),
     "linked_action": (lambda bpy, obj, tmp: link_action_from_library(bpy, tmp, obj),
@@ -446,3 +446,26 @@ def test_rigify_metarig_chains_solve_at_rest_and_posed(blender, metarig):
             tail, direction = tip_and_direction(obj, tip)
             assert np.linalg.norm(tail - np.array(goal.matrix_world.translation)) < 1e-4 * length, (tip, spread)
             assert angle_between(direction, axis_of(goal, "Y")) < 1e-4, (tip, spread)
+
+
+def test_a_muted_group_is_sampled_as_blender_plays_it(blender):
+    """4.2 skips the F-curves of a muted group; 4.4+ layered actions play them. Sampling must follow Blender."""
+    bpy = blender
+    from blender_ik_addon import keys
+    from blender_ik_addon.ops import bake_armature
+    obj, target = arm_with_target(bpy)
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.5, -0.6, 1.3)
+    target.keyframe_insert("location", frame=10)
+    curves = keys.object_fcurves(target)
+    group = curves[0].group
+    if group is None:
+        group = target.animation_data.action.groups.new("Moves")
+        for fcurve in curves:
+            fcurve.group = group
+    group.mute = True
+    result = bake_armature(bpy.context.scene, obj, frame_start=1, frame_end=10)
+    assert result.direct
+    for frame in (1, 4, 10):
+        bpy.context.scene.frame_set(frame)
+        assert on_target(obj, target), frame
