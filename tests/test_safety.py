@@ -24,9 +24,10 @@ def arm_with_target(bpy, location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1), **a
 def all_keys(obj):
     """Every F-curve of the object's own animation with every attribute of every key, to show nothing changed."""
     from blender_ik_addon import keys
-    return {(fcurve.data_path, fcurve.array_index): {name: values.tolist() for name, values in
-                                                     keys._read_keys(fcurve.keyframe_points, keys._KEY_ATTRIBUTES).items()}
-            for fcurve in keys.object_fcurves(obj)}
+    def attributes(fcurve):
+        read = keys._read_keys(fcurve.keyframe_points, keys._KEY_ATTRIBUTES)
+        return {name: values.tolist() for name, values in read.items()}
+    return {(fcurve.data_path, fcurve.array_index): attributes(fcurve) for fcurve in keys.object_fcurves(obj)}
 
 
 def key_b1(obj, frames=(1, 30), value=(0.9, 0.3, 0.0, 0.1)):
@@ -220,7 +221,8 @@ STATE_CASES = {
     "child_of_constraint": (child_of_chain, r"The target 'Target' moves with the chain: constraint 'Child Of' of "
                                             r"'Target' follows chain bone 'b2'"),
     "driver": (driven_by_chain, r"the driver on 'location' of 'Target' reads chain bone 'b3'"),
-    "pole_through_parent": (pole_copies_chain, r"The pole 'Pole' moves with the chain: constraint 'Copy Location' of 'Holder'"),
+    "pole_through_parent": (pole_copies_chain,
+                            r"The pole 'Pole' moves with the chain: constraint 'Copy Location' of 'Holder'"),
 }
 
 
@@ -298,7 +300,8 @@ def test_frames_with_an_undefined_bend_plane_are_reported(blender):
     assert np.all(np.isfinite(tip_and_direction(obj)[0])) and on_target(obj, target)
 
 
-FOUR_BONES = dict(lengths=(1.0, 0.8, 0.4, 0.3), rolls=(0.0,) * 4, directions=[(0, 0, 1), (0.6, 0, 0.8), (1, 0, 0), (1, 0, -0.3)])
+FOUR_BONES = dict(lengths=(1.0, 0.8, 0.4, 0.3), rolls=(0.0,) * 4,
+                  directions=[(0, 0, 1), (0.6, 0, 0.8), (1, 0, 0), (1, 0, -0.3)])
 
 
 def ik_below_the_chain(obj, influence=1.0):
