@@ -479,7 +479,11 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
             if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
                 raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
                                "Inherit Scale to Full, or unscale the parent")
-    base_rotation = orthonormal(base[:, :3, :3] / scale[:, None, None])
+    base_rotation = base[:, :3, :3] / scale[:, None, None]
+    if len(base) > 1 and np.all(base_rotation == base_rotation[:1]):  # a constant base: one SVD, not N
+        base_rotation = np.broadcast_to(orthonormal(base_rotation[:1]), base_rotation.shape)
+    else:
+        base_rotation = orthonormal(base_rotation)
     origin = base[:, :3, 3]
     lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)
     column, sign = AXES[spec.up_axis]
