@@ -98,6 +98,16 @@ def blend_over_nla(bpy, obj):
     data.action_influence = 0.5
 
 
+def animate_a_constraint(bpy, obj):
+    """A constraint on a chain bone that is off now and on later: validation now cannot see it act."""
+    constraint = obj.pose.bones["b2"].constraints.new("COPY_ROTATION")
+    constraint.influence = 0.0
+    constraint.keyframe_insert("influence", frame=1)
+    constraint.influence = 1.0
+    constraint.keyframe_insert("influence", frame=30)
+    bpy.context.scene.frame_set(1)
+
+
 KEY_CASES = {
     "locked": (lambda bpy, obj, tmp: setattr(b1_fcurve(obj, 2), "lock", True),
                r"Chain 'arm': The F-curve rotation_quaternion\[2\] of bone 'b1' is locked"),
@@ -114,6 +124,8 @@ KEY_CASES = {
                        r"blended over its NLA tracks \(influence 0.5, blend Replace\)"),
     "time_remap": (lambda bpy, obj, tmp: setattr(bpy.context.scene.render, "frame_map_new", 200),
                    r"The scene remaps time \(Time Stretching 100 -> 200\)"),
+    "animated_constraint": (lambda bpy, obj, tmp: animate_a_constraint(bpy, obj),
+                            r"Bone 'b2' has an animated constraint \(constraints\[\"Copy Rotation\"\].influence\)"),
     "beyond_frame_limit": (None, r"Frames 1048500-1048600 go beyond Blender's frame limits"),
     "huge_range": (None, r"Baking 2000001 frames × 1 chain\(s\) would need about 7.6 GB"),
 }
