@@ -22,8 +22,10 @@ from .report import compact_frames
 from .solver import SolverInputError, solve_three_link
 
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
-# Blender stores rest and pose matrices in float32 and its own ones carry non-orthonormal noise of a few 1e-5.
-_SCALE_TOLERANCE = 2e-4
+# Blender's own rest and pose matrices are float32 and carry non-orthonormal noise of a few 1e-5 (Rigify's
+# horse tail: 5e-5 on the Gram matrix); 1e-3 accepts that noise and refuses any scale a user would make
+# (1.001 on one axis is 2e-3). The matrices are made orthonormal before use, so the noise goes no further.
+_SCALE_TOLERANCE = 1e-3
 # The self-check after posing: Blender stores poses in float32, so allow a few ulps of the chain's size.
 POSE_TOLERANCE = 1e-4
 ANGLE_TOLERANCE = 1e-3
@@ -116,15 +118,20 @@ def frames(direction, normal):
     return np.stack([direction, normal, np.cross(direction, normal)], -1)
 
 
-def uniform_scale(matrices3, what, fix, frames=None):
-    """The uniform scale of each of (N, 3, 3) matrices, or ChainError when one is zero, invalid,
-    non-uniform or sheared; given the samples' frame numbers, the message names the frames."""
+def _scale_deviation(matrices3):
+    """Per matrix (N, 3, 3): its uniform scale, and whether it is zero, invalid, non-uniform or sheared."""
     gram = np.einsum("...ji,...jk->...ik", matrices3, matrices3)
     scale_squared = np.trace(gram, axis1=-2, axis2=-1) / 3.0
     with np.errstate(invalid="ignore", divide="ignore"):
         deviation = np.abs(gram / scale_squared[..., None, None] - np.eye(3)).max(axis=(-2, -1))
     degenerate = ~np.isfinite(deviation) | (scale_squared <= 1e-30)
-    bad = degenerate | (deviation > _SCALE_TOLERANCE)
+    return np.sqrt(scale_squared), degenerate, degenerate | (deviation > _SCALE_TOLERANCE)
+
+
+def uniform_scale(matrices3, what, fix, frames=None):
+    """The uniform scale of each of (N, 3, 3) matrices, or ChainError when one is zero, invalid,
+    non-uniform or sheared; given the samples' frame numbers, the message names the frames."""
+    scale, degenerate, bad = _scale_deviation(matrices3)
     if bad.any():
         if frames is not None:
             raise ChainError(f"{what} has a zero, non-uniform or sheared scale at frames "
@@ -132,7 +139,47 @@ def uniform_scale(matrices3, what, fix, frames=None):
         if degenerate.any():
             raise ChainError(f"{what} has a zero or invalid scale; {fix}")
         raise ChainError(f"{what} has a non-uniform scale or shear; {fix}")
-    return np.sqrt(scale_squared)
+    return scale
+
+
+def orthonormal(matrices3):
+    """The rotations nearest to (N, 3, 3) matrices with a positive determinant (polar decomposition):
+    Blender's float32 noise removed."""
+    u, _, vt = np.linalg.svd(matrices3)
+    return u @ vt
+
+
+def _scaled_ancestor(chain):
+    """The bone above the chain that gives it a non-uniform or negative scale in the current pose, and how."""
+    bone = chain.pose_bones[0].parent
+    found = None
+    while bone is not None:  # the topmost culprit: the ones below it only inherit its scale
+        matrix = matrix_array(bone.matrix)[None, :3, :3]
+        if np.linalg.det(matrix[0]) < 0:
+            found = bone.name, "a negative (mirroring)"
+        elif _scale_deviation(matrix)[2][0]:
+            found = bone.name, "a non-uniform"
+        bone = bone.parent
+    return found
+
+
+def check_base(chain, base, frames=None):
+    """The uniform scale of each sample's base ``A₁`` (N, 4, 4), or ChainError naming the bone above the chain
+    that scales it non-uniformly or negatively (and the frames, when given)."""
+    scale, _, bad = _scale_deviation(base[:, :3, :3])
+    bad |= np.linalg.det(base[:, :3, :3]) < 0
+    if bad.any():
+        when = f" at frames {compact_frames(frames[bad])}" if frames is not None else ""
+        culprit = _scaled_ancestor(chain)
+        first = chain.armature.data.bones[chain.names[0]]
+        if culprit is not None:
+            who = f"Bone '{culprit[0]}' above the chain has {culprit[1]} scale in the pose{when}"
+        elif _scale_deviation(matrix_array(first.matrix_local)[None, :3, :3])[2][0]:
+            who = f"The rest matrix of bone '{first.name}' is sheared or scaled; re-create the bone in Edit Mode"
+        else:
+            who = f"A bone above the chain gives bone '{first.name}' a non-uniform or negative scale{when}"
+        raise ChainError(f"{who}; the chain's parent bones need a uniform, positive scale (clear it with Alt+S)")
+    return scale
 
 
 def bone_path(bone_name, attribute):
@@ -192,14 +239,24 @@ def chain_names(armature, tip_name):
     return tip.parent.parent.name, tip.parent.name, tip.name
 
 
-def read_chain(armature, tip_name):
-    """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry."""
+def read_chain(armature, tip_name, now=True):
+    """Validate the chain of ``tip_name`` (or the active bone) and read its rest geometry.
+
+    ``now=False`` leaves out what may differ from frame to frame (the armature's scale): a bake checks
+    that on every baked frame instead."""
     if armature is not None and armature.library is not None:
         raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed or keyed here; "
                        "make a library override of it first")
+    if armature is not None and armature.type == "ARMATURE" and armature.mode == "EDIT":
+        raise ChainError(f"Armature '{armature.name}' is in Edit Mode: its bone edits are not applied to its bones "
+                         "yet; leave Edit Mode (Tab) first")
     names = chain_names(armature, tip_name)
-    uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
-                   "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+    if armature.data.pose_position == "REST":
+        raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "
+                         "Pose Position (Armature properties > Pose Position)")
+    if now:
+        uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
+                      "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
     for bone, pose_bone in zip(bones, pose_bones):
@@ -226,7 +283,9 @@ def read_chain(armature, tip_name):
     for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
         offset = np.linalg.inv(matrix_array(parent.matrix_local)) @ matrix_array(child.matrix_local)
         if not child.use_connect:  # a connected bone ignores its pose location
-            offset[:3, 3] += offset[:3, :3] @ np.array(tuple(pose_child.location))
+            location = np.array(tuple(pose_child.location))
+            # Local Location off: the location moves the bone along its parent's axes, not its own.
+            offset[:3, 3] += offset[:3, :3] @ location if child.use_local_location else location
         offsets.append(offset)
     offsets = np.array(offsets)
     links = np.array([offsets[0][:3, 3], offsets[1][:3, 3], [0.0, bones[2].length, 0.0]])
@@ -250,9 +309,10 @@ def read_chain(armature, tip_name):
     return Chain(armature, names, offsets, links, rest_normals, rest_toward)
 
 
-def goal_matrix(armature, obj, bone_name, role):
+def goal_matrix(armature, obj, bone_name, role, read=True):
     """The armature-space matrix (4, 4) of ``obj``, or of its pose bone ``bone_name`` (the bone's head and
-    axes, as Blender's constraints take a bone target), as last evaluated; checked."""
+    axes, as Blender's constraints take a bone target), as last evaluated; checked. ``read=False``: only
+    check that there is such an object (and bone)."""
     if obj is None:
         raise ChainError(f"Set the {role}")
     if bone_name:
@@ -262,9 +322,13 @@ def goal_matrix(armature, obj, bone_name, role):
         pose_bone = obj.pose.bones.get(bone_name)
         if pose_bone is None:
             raise ChainError(f"The {role} armature '{obj.name}' has no bone named '{bone_name}'")
+        if not read:
+            return None
         world = matrix_array(obj.matrix_world) @ matrix_array(pose_bone.matrix)
     elif obj == armature:
         raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
+    elif not read:
+        return None
     else:
         world = matrix_array(obj.matrix_world)
     matrix = np.linalg.inv(matrix_array(armature.matrix_world)) @ world
@@ -277,26 +341,92 @@ def goal_label(obj, bone_name):
     return f"{obj.name}' bone '{bone_name}" if bone_name else obj.name
 
 
-def check_target(chain, spec):
-    """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
-    the plane is "POLE")."""
+def _bone_of_path(data_path):
+    """The bone a ``pose.bones["name"]...`` RNA path (of a driver or a driver variable) is about, or None."""
+    prefix = 'pose.bones["'
+    if not data_path.startswith(prefix):
+        return None
+    end = data_path.find('"]', len(prefix))
+    return None if end < 0 else data_path[len(prefix):end].replace('\\"', '"').replace("\\\\", "\\")
+
+
+def _reads_chain(chain, obj, bone_name):
+    """What makes ``obj`` (or its bone ``bone_name``) follow the chain through a constraint or a driver (on it,
+    its parents or its parent bones): a description, or None. Posing the chain would move such a goal."""
     armature = chain.armature
-    matrix = goal_matrix(armature, spec.target, spec.target_bone, "target")
+    roots = set(chain.names[:1])
+
+    def chain_bone(target, subtarget):
+        return target == armature and subtarget and _below(armature, subtarget, roots) is not None
+
+    def from_constraints(owner, constraints):
+        for constraint in constraints:
+            if not _constraint_active(constraint):
+                continue
+            pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", ""))]
+            pairs += [(getattr(constraint, "pole_target", None), getattr(constraint, "pole_subtarget", ""))]
+            pairs += [(t.target, t.subtarget) for t in getattr(constraint, "targets", ())]
+            for target, subtarget in pairs:
+                if chain_bone(target, subtarget):
+                    return f"constraint '{constraint.name}' of {owner} follows chain bone '{subtarget}'"
+        return None
+
+    def from_drivers(owner, animated, path_prefix=""):
+        drivers = animated.animation_data.drivers if animated.animation_data else ()
+        for driver in drivers:
+            if driver.mute or not driver.data_path.startswith(path_prefix):
+                continue
+            for variable in driver.driver.variables:
+                for target in variable.targets:
+                    bone = target.bone_target or _bone_of_path(target.data_path or "")
+                    if chain_bone(target.id, bone):
+                        return f"the driver on '{driver.data_path}' of {owner} reads chain bone '{bone}'"
+        return None
+
+    if bone_name and obj is not None and obj.type == "ARMATURE":
+        bone = obj.pose.bones.get(bone_name)
+        while bone is not None:
+            found = (from_constraints(f"bone '{bone.name}'", bone.constraints)
+                     or from_drivers(f"bone '{bone.name}'", obj, bone_path(bone.name, "")))
+            if found:
+                return found
+            bone = bone.parent
+    while obj is not None:
+        found = from_constraints(f"'{obj.name}'", obj.constraints) or from_drivers(f"'{obj.name}'", obj)
+        if found:
+            return found
+        obj = obj.parent
+    return None
+
+
+def check_target(chain, spec, now=True):
+    """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
+    the plane is "POLE"). ``now=False`` leaves out what may differ from frame to frame (the matrices' values;
+    a bake checks those on every baked frame) and returns None, None."""
     roles = [("target", spec.target, spec.target_bone)]
     if spec.plane == "POLE":
         roles.append(("pole", spec.pole, spec.pole_bone))
     for role, obj, bone_name in roles:
+        if not now:  # the same checks on the objects and bones, without reading their matrices
+            goal_matrix(chain.armature, obj, bone_name, role, read=False)
         bone = moves_with_chain(chain, obj, bone_name)
         if bone is not None:
             raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' hangs from the chain (through '{bone}') and "
                              "would move with it; parent it elsewhere")
+        coupled = _reads_chain(chain, obj, bone_name)
+        if coupled is not None:
+            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' moves with the chain: {coupled}; "
+                             "remove or mute that, or point it elsewhere")
+    if not now:
+        return None, None
+    matrix = goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
     column, _ = AXES[spec.up_axis]
     if np.linalg.norm(matrix[:3, column]) < 1e-12:
         raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
                          f"{spec.up_axis.lstrip('-')} axis")
     pole_matrix = None
     if spec.plane == "POLE":
-        pole_matrix = goal_matrix(armature, spec.pole, spec.pole_bone, "pole")
+        pole_matrix = goal_matrix(chain.armature, spec.pole, spec.pole_bone, "pole")
     return matrix, pole_matrix
 
 
@@ -337,24 +467,28 @@ class ChainSolve:
     solution: object  # the solver's ThreeLinkSolution, in armature space
 
 
-def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True):
+def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True, sample_frames=None):
     """Solve N samples at once.
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
     ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
     undefined; by default the rest pose's. With ``carry_plane``, a sample whose plane is undefined
-    keeps the previous sample's instead (for a sequence of frames).
+    keeps the previous sample's instead (for a sequence of frames). ``sample_frames``: the samples' frame
+    numbers, for messages.
     """
     base = np.asarray(base, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
-    scale = uniform_scale(base[:, :3, :3], f"The parent of bone '{chain.names[0]}'",
-                           "the chain's parent bones must have a uniform scale")
-    if np.any(np.abs(scale - 1.0) > _SCALE_TOLERANCE):
+    scale = check_base(chain, base, sample_frames)
+    if np.any(np.abs(scale - 1.0) > 1e-4):  # above float32 noise (Rigify: 1e-5)
         for name in chain.names[1:]:
             if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
                 raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
                                "Inherit Scale to Full, or unscale the parent")
     base_rotation = base[:, :3, :3] / scale[:, None, None]
+    if len(base) > 1 and np.all(base_rotation == base_rotation[:1]):  # a constant base: one SVD, not N
+        base_rotation = np.broadcast_to(orthonormal(base_rotation[:1]), base_rotation.shape)
+    else:
+        base_rotation = orthonormal(base_rotation)
     origin = base[:, :3, 3]
     lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)
     column, sign = AXES[spec.up_axis]
@@ -460,13 +594,14 @@ def solve_current(chain, spec):
     return solve
 
 
-def read_all(armature, specs):
-    """Read and validate each chain of ``specs``: a list of ``(spec, Chain)``; ChainError names the chain."""
+def read_all(armature, specs, now=True):
+    """Read and validate each chain of ``specs``: a list of ``(spec, Chain)``; ChainError names the chain.
+    ``now=False``: leave the checks of what may differ from frame to frame to the caller (a bake)."""
     read = []
     for spec in specs:
         try:
-            chain = read_chain(armature, spec.tip_bone)
-            check_target(chain, spec)
+            chain = read_chain(armature, spec.tip_bone, now)
+            check_target(chain, spec, now)
         except ChainError as error:
             raise error.for_chain(spec.label) from None
         read.append((spec, chain))
@@ -527,9 +662,10 @@ def order(armature, read, errors=None):
     return levels
 
 
-def prepare(armature, specs):
-    """Read, validate and order every chain of ``specs`` before anything changes (see :func:`order`)."""
-    return order(armature, read_all(armature, specs))
+def prepare(armature, specs, now=True):
+    """Read, validate and order every chain of ``specs`` before anything changes (see :func:`order`;
+    ``now``: see :func:`read_all`)."""
+    return order(armature, read_all(armature, specs, now))
 
 
 def pose_error(chain, solution, index=0):

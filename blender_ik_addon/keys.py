@@ -17,8 +17,8 @@ import numpy as np
 _LAYERED = "slots" in bpy.types.Action.bl_rna.properties
 _POSE_BONE_SELECT = "select" in bpy.types.PoseBone.bl_rna.properties
 
-# A key whose frame is this close to the baked range counts as inside it (co is stored as float32).
-FRAME_TOLERANCE = 1e-3
+# The range boundary is exact: a key at start or end is replaced, one just outside it is kept however close.
+FRAME_TOLERANCE = 0.0
 
 # Keyframe attributes copied for the keys that are kept: name -> (values per key, numpy dtype).
 # The dtypes are those Blender stores, so foreach_get/set copy raw memory (enums are bytes; an int32
@@ -212,9 +212,9 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         if kept:
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
         keyframe_points.foreach_set(attribute, inserted.ravel())
-    # Sorts (already sorted) and calculates the automatic handles of the new keys and their neighbours,
-    # exactly as inserting the keys one by one would.
-    fcurve.update()
+    # Recalculates the automatic handles of the new keys and their neighbours (already sorted). Not
+    # fcurve.update(): it also merges keys closer than 0.01 frames, deleting a kept key next to the range.
+    keyframe_points.handles_recalc()
 
 
 def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=None):
@@ -270,3 +270,178 @@ def set_pose_bone_selected(pose_bone, selected):
 def is_pose_bone_selected(pose_bone):
     """Whether a pose bone is selected (``PoseBone.select`` on 5.0, ``Bone.select`` before)."""
     return bool(pose_bone.select if _POSE_BONE_SELECT else pose_bone.bone.select)
+
+
+# Inspection and undo for the bake's safety checks (appended; nothing above depends on them).
+
+def playback_problems(obj):
+    """Why ``obj``'s own action would not play keys back as they are written, as a list of sentences
+    (empty when it would): NLA tweak mode (the action's time is not the scene's, and the tracks above it
+    play over it), or an action blended over NLA tracks with an influence below 1 or a blend mode other
+    than Replace. Without NLA tracks Blender plays the action as it is, whatever those two say."""
+    anim_data = obj.animation_data
+    if anim_data is None:
+        return []
+    problems = []
+    if anim_data.use_tweak_mode:
+        problems.append("its NLA is in tweak mode (the keys would land in the strip's time, under the tracks "
+                        "above it): exit tweak mode in the NLA editor (Tab)")
+    tracks = [track for track in anim_data.nla_tracks if not track.mute and len(track.strips)]
+    if tracks and anim_data.action is not None and (
+            anim_data.action_influence < 1.0 or anim_data.action_blend_type != "REPLACE"):
+        problems.append(f"its action is blended over its NLA tracks (influence {anim_data.action_influence:g}, "
+                        f"blend {anim_data.action_blend_type.title()}): set the influence to 1 and the blend to "
+                        "Replace in the NLA editor's action track")
+    return problems
+
+
+def is_muted(fcurve):
+    """Whether Blender's evaluation skips ``fcurve``: its own mute, or on 4.2 its group's (measured: with 4.4+
+    layered actions a muted group still plays its F-curves)."""
+    return fcurve.mute or (not _LAYERED and fcurve.group is not None and fcurve.group.mute)
+
+
+def action_problem(obj):
+    """Why the keys of ``obj``'s action cannot be changed and kept, or None: an action linked from a library
+    would change only until the file is reloaded."""
+    anim_data = obj.animation_data
+    action = anim_data.action if anim_data is not None else None
+    if action is not None and action.library is not None:
+        return (f"its action '{action.name}' is linked from library '{action.library.filepath}', so new keys "
+                "would be lost on reload: make the action local (or override it and give it a local action)")
+    return None
+
+
+def other_users(obj):
+    """The other IDs that the keys of ``obj``'s own animation would change as well: IDs that play the same
+    action (on 4.4+, the same slot of it), directly or in an NLA strip. A list of names."""
+    anim_data = obj.animation_data
+    action = anim_data.action if anim_data is not None else None
+    if action is None:
+        return []
+    slot = anim_data.action_slot if _LAYERED else None
+
+    def same(other_action, other_slot):
+        return other_action == action and (not _LAYERED or other_slot == slot)
+
+    found = []
+    for collection in (bpy.data.objects, bpy.data.armatures, bpy.data.meshes, bpy.data.cameras, bpy.data.lights):
+        for other in collection:
+            other_data = getattr(other, "animation_data", None)
+            if other == obj or other_data is None:
+                continue
+            uses = same(other_data.action, getattr(other_data, "action_slot", None))
+            uses = uses or any(same(strip.action, getattr(strip, "action_slot", None))
+                               for track in other_data.nla_tracks for strip in track.strips)
+            if uses:
+                found.append(other.name)
+    return found
+
+
+def channel_problems(obj, data_paths):
+    """Why keys written to the F-curves of ``data_paths`` (of ``obj``'s own animation) would not be kept or
+    would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
+    keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier."""
+    wanted = set(data_paths)
+    problems = []
+    for fcurve in object_fcurves(obj):
+        if fcurve.data_path not in wanted:
+            continue
+        where = (fcurve.data_path, fcurve.array_index)
+        if fcurve.lock or (fcurve.group is not None and fcurve.group.lock):
+            problems.append(where + ("is locked (unlock it in the Graph Editor)",))
+        if is_muted(fcurve):
+            problems.append(where + ("is muted (or its group is), so its keys would not play (unmute it)",))
+        modifiers = [modifier.type.replace("_", " ").title() for modifier in fcurve.modifiers
+                     if not modifier.mute]
+        if modifiers:
+            problems.append(where + (f"has modifiers ({', '.join(modifiers)}) that change how its keys play "
+                                     "(remove or mute them)",))
+    return problems
+
+
+def snapshot_channels(obj, data_paths):
+    """Everything :func:`write_keys` may change when it keys ``data_paths`` on ``obj``, for
+    :func:`restore_channels`: the action and slot assigned, the F-curves of those paths with all their keys'
+    attributes, and which F-curves, groups, layers and strips exist."""
+    anim_data = obj.animation_data
+    action = anim_data.action if anim_data is not None else None
+    wanted = set(data_paths)
+    curves = {}
+    for fcurve in object_fcurves(obj):
+        if fcurve.data_path in wanted:
+            curves[(fcurve.data_path, fcurve.array_index)] = _read_keys(fcurve.keyframe_points, _KEY_ATTRIBUTES)
+    return {
+        "had_animation_data": anim_data is not None,
+        "action": action,
+        "slot": anim_data.action_slot if _LAYERED and anim_data is not None else None,
+        "slots": {slot.handle for slot in action.slots} if _LAYERED and action is not None else set(),
+        "layers": len(action.layers) if _LAYERED and action is not None else 0,
+        "strips": [len(layer.strips) for layer in action.layers] if _LAYERED and action is not None else [],
+        "curves": curves,
+        "fcurves": {(fcurve.data_path, fcurve.array_index) for fcurve in object_fcurves(obj)},
+        "groups": {group.name for group in _groups(obj)},
+    }
+
+
+def _groups(obj):
+    if _LAYERED:
+        return [group for bag in _assigned_channelbags(obj) for group in bag.groups]
+    anim_data = obj.animation_data
+    return list(anim_data.action.groups) if anim_data is not None and anim_data.action is not None else []
+
+
+def _remove_fcurve(obj, fcurve):
+    if not _LAYERED:
+        obj.animation_data.action.fcurves.remove(fcurve)
+        return
+    for bag in _assigned_channelbags(obj):
+        if any(other == fcurve for other in bag.fcurves):
+            bag.fcurves.remove(fcurve)
+            return
+
+
+def restore_channels(obj, snapshot):
+    """Put ``obj``'s animation back as :func:`snapshot_channels` saw it: the keys of the F-curves that
+    existed, byte for byte; the F-curves, groups, slot, layer, strip and action created since removed."""
+    anim_data = obj.animation_data
+    if anim_data is None:
+        return
+    action = anim_data.action
+    for fcurve in object_fcurves(obj):
+        key = (fcurve.data_path, fcurve.array_index)
+        if key in snapshot["curves"]:
+            saved = snapshot["curves"][key]
+            keyframe_points = fcurve.keyframe_points
+            keyframe_points.clear()
+            keyframe_points.add(len(saved["co"]))
+            for attribute, values in saved.items():
+                keyframe_points.foreach_set(attribute, values.ravel())
+            # No fcurve.update(): it would recalculate the handles, and they are back as they were.
+        elif key not in snapshot["fcurves"]:
+            _remove_fcurve(obj, fcurve)
+    if _LAYERED:
+        for bag in _assigned_channelbags(obj):
+            for group in list(bag.groups):
+                if group.name not in snapshot["groups"] and not len(group.channels):
+                    bag.groups.remove(group)
+    elif action is not None:
+        for group in list(action.groups):
+            if group.name not in snapshot["groups"] and not len(group.channels):
+                action.groups.remove(group)
+    if action is not None and action != snapshot["action"]:  # created by the bake
+        anim_data.action = snapshot["action"]
+        if action.users == 0:
+            bpy.data.actions.remove(action)
+    elif _LAYERED and action is not None:
+        slot = anim_data.action_slot
+        if slot is not None and slot.handle not in snapshot["slots"]:
+            anim_data.action_slot = snapshot["slot"]
+            action.slots.remove(slot)
+        for layer, strips in zip(list(action.layers), snapshot["strips"]):
+            while len(layer.strips) > strips:
+                layer.strips.remove(layer.strips[-1])
+        while len(action.layers) > snapshot["layers"]:
+            action.layers.remove(action.layers[-1])
+    if not snapshot["had_animation_data"] and anim_data.action is None and not len(anim_data.drivers):
+        obj.animation_data_clear()

@@ -20,7 +20,8 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import ChainError, chain_names, check_target, order, pose_chain, read_chain, solve_current
+from .chain import (ChainError, chain_names, check_target, evaluate_now, order, pose_chain, read_chain,
+                    rotation_values, set_rotation, solve_current, verify_pose)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -37,8 +38,35 @@ def _matrix(obj, bone_name=""):
     return matrix
 
 
+def _constraints(owner):
+    return tuple((c.name, c.type, getattr(c, "enabled", not c.mute), c.influence,
+                  getattr(c, "target", None) and c.target.name, getattr(c, "subtarget", ""))
+                 for c in owner.constraints)
+
+
+def _drivers(obj):
+    data = obj.animation_data if obj is not None else None
+    return tuple((d.data_path, d.array_index, d.mute) for d in data.drivers) if data is not None else ()
+
+
+def _goal(obj, bone_name=""):
+    """A goal's matrices and what couples it to a chain (its constraints and drivers, and its parents')."""
+    coupling = []
+    owner = obj
+    while owner is not None:
+        coupling.append((_constraints(owner), _drivers(owner)))
+        owner = owner.parent
+    if bone_name and obj is not None and obj.type == "ARMATURE" and bone_name in obj.pose.bones:
+        bone = obj.pose.bones[bone_name]
+        while bone is not None:
+            coupling.append(_constraints(bone))
+            bone = bone.parent
+    return _matrix(obj, bone_name), tuple(coupling)
+
+
 def _inputs(armature, spec, scene):
-    """Everything a live solve of one chain reads, as comparable plain values."""
+    """Everything a live solve of one chain reads or validates, as comparable plain values: a change to any
+    of them (a constraint muted, a bone flag, Rest Position) re-solves or refuses, as Solve would."""
     try:
         names = chain_names(armature, spec.tip_bone)
     except ChainError:
@@ -46,14 +74,15 @@ def _inputs(armature, spec, scene):
     chain = None
     if names is not None:
         first = armature.pose.bones[names[0]]
-        # What validation reads too, so that breaking or fixing it alone (Alt+S, Inherit Rotation) counts.
         bones = tuple((tuple(armature.pose.bones[name].scale), tuple(armature.pose.bones[name].location),
                        armature.data.bones[name].use_inherit_rotation, armature.data.bones[name].inherit_scale,
-                       len(armature.pose.bones[name].constraints))
+                       armature.data.bones[name].use_connect, armature.data.bones[name].use_local_location,
+                       armature.pose.bones[name].rotation_mode, _constraints(armature.pose.bones[name]))
                       for name in names)
         chain = (names, tuple(map(tuple, first.parent.matrix)) if first.parent else None, bones)
-    pole = _matrix(spec.pole, spec.pole_bone) if spec.plane == "POLE" else None
-    return (_matrix(armature), _matrix(spec.target, spec.target_bone), pole, chain, scene.frame_current, spec)
+    state = (armature.mode, armature.data.pose_position, _drivers(armature))
+    pole = _goal(spec.pole, spec.pole_bone) if spec.plane == "POLE" else None
+    return (_matrix(armature), _goal(spec.target, spec.target_bone), pole, chain, state, scene.frame_current, spec)
 
 
 def _live_chains(armature):
@@ -86,19 +115,43 @@ def solve_live(armature, scene, force=False):
     inputs_of = {spec: inputs for spec, _, inputs in read}
     posed = 0
     levels = order(armature, [(spec, chain) for spec, chain, _ in read], errors)
-    for level in levels:
+    for depth, level in enumerate(levels):
+        if depth:
+            evaluate_now()  # the chains below see the pose the ones above just got
+        solved = []
         for spec, chain in level:
             try:
                 solve = solve_current(chain, spec)
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
+            before = [rotation_values(pose_bone) for pose_bone in chain.pose_bones]
             pose_chain(chain, solve.rotations[0])
+            solved.append((spec, chain, solve, before))
+        if not solved:
+            continue
+        # The self-check, as Solve does it: the pose Blender evaluates must be the solved one.
+        evaluate_now()
+        refused = False
+        for spec, chain, solve, before in solved:
+            try:
+                verify_pose(chain, solve.solution)
+            except ChainError as error:
+                refused = True
+                for pose_bone, values in zip(chain.pose_bones, before):
+                    set_rotation(pose_bone, values)
+                errors[spec] = str(error).replace("nothing was changed", "the pose was put back")
+                # Not retried until an input changes: the same inputs would give the same refusal.
+                _last_inputs[(armature.name, spec.label)] = inputs_of[spec]
+                continue
             runtime.store_solution(armature.name, spec.label, solve.solution)
             _last_inputs[(armature.name, spec.label)] = inputs_of[spec]
             posed += 1
+        if refused:
+            evaluate_now()
     for spec, message in errors.items():
-        _last_inputs.pop((armature.name, spec.label), None)  # fixing the cause (Alt+S, a setting) retries at once
+        if _last_inputs.get((armature.name, spec.label)) != inputs_of.get(spec):
+            _last_inputs.pop((armature.name, spec.label), None)  # fixing the cause (Alt+S, a setting) retries at once
         runtime.store_error(armature.name, spec.label, message)
     return posed
 

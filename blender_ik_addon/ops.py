@@ -557,11 +557,12 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
 
 
 def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
-             progress=None, names=None, specs=None):
+             progress=None, names=None, specs=None, allow_shared=False):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
     ``specs``: chains described directly instead of the settings), then update the settings: pin empty tip
     bones and turn Live off on the baked chains (the keys drive them now). Returns ``(result, live_off)``.
-    The range defaults to the scene's (or preview) range."""
+    The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
+    IDs play too (see :func:`bake.bake_chains`)."""
     props.migrate_legacy(armature)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
@@ -580,7 +581,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
     # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted.
     with _MutedRigs(armature, chosen) as muted:
-        result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress)
+        result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared)
         muted.keep = True
     result.rigs_muted = muted.names
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
@@ -599,9 +600,9 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
     bl_label = "Bake IK"
 
     # SKIP_SAVE: a new bake offers the scene's range, not the last bake's.
-    frame_start: bpy.props.IntProperty(name="Start Frame", min=-1048574, max=1048574, options={"SKIP_SAVE"},
+    frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
                                        description="First frame to bake (default: the scene or preview range)")
-    frame_end: bpy.props.IntProperty(name="End Frame", min=-1048574, max=1048574, options={"SKIP_SAVE"},
+    frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
                                      description="Last frame to bake (default: the scene or preview range)")
     step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000, description="Key every n-th frame")
     interpolation: bpy.props.EnumProperty(
@@ -612,6 +613,10 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
         description="Interpolation of the new keys")
     chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
                                    description="Which chains to bake")
+    shared_action: bpy.props.BoolProperty(
+        name="Key Shared Action", default=False, options={"SKIP_SAVE"},
+        description="Key the armature's action even when other objects play it too (their animation changes "
+                    "with it)")
 
     def _fill_range(self, context):
         start, end = bake.scene_range(context.scene)
@@ -631,7 +636,8 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
         try:
             result = bake_armature(
                 context.scene, armature, self.chains, self.frame_start, self.frame_end, self.step, self.interpolation,
-                progress=lambda done, total: window_manager.progress_update(100 * done / total))
+                progress=lambda done, total: window_manager.progress_update(100 * done / total),
+                allow_shared=self.shared_action)
         finally:
             window_manager.progress_end()
         self.report({"INFO"}, result.summary())

@@ -22,7 +22,7 @@ from .chain import ChainError, base_matrix, bone_path, matrix_array, rotation_pa
 
 
 def _is_muted(fcurve):
-    return fcurve.mute or (fcurve.group is not None and fcurve.group.mute)
+    return keys.is_muted(fcurve)
 
 
 def direct_reason(obj, scene):
@@ -126,11 +126,16 @@ def base_reason(chain):
 
 def check_chain_not_animated(chain):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
-    animated location (of an unconnected bone) or scale on a chain bone."""
+    animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
+    (off where the chain is validated, they could act on other baked frames)."""
     for fcurve in keys.object_fcurves(chain.armature):
         if _is_muted(fcurve):
             continue
         for name in chain.names:
+            if fcurve.data_path.startswith(bone_path(name, "constraints[")):
+                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]}) "
+                                 "that would change the solved pose on some frames: remove those keys, or the "
+                                 "constraint")
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
                 if fcurve.data_path == bone_path(name, attribute):
