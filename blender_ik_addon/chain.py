@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from bpy.utils import escape_identifier
+from mathutils import Matrix, Vector
 
 from . import rotations
 from .report import compact_frames
-from .solver import SolverInputError, solve_three_link
+from .solver import SolverInputError, _ops, solve_three_link
+from .solver._ops import (add, any_perpendicular, combine, cross, dot, normalize_or, reject, scale, select,
+                          sub)
 
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
 # Blender's own rest and pose matrices are float32 and carry non-orthonormal noise of a few 1e-5 (Rigify's
@@ -80,6 +83,7 @@ class Chain:
     links: np.ndarray  # (3, 3): link vectors, bone i's head to the next head (tip: to the tail)
     rest_normals: np.ndarray  # (3, 3): the rest bend-plane normal, in each bone's own frame
     rest_toward: bool  # at rest, the middle joint is on the side the last bone points to
+    rest_frames: np.ndarray = None  # (3, 3, 3): each bone's rest frame [direction, normal, d × n] (columns)
 
     @property
     def pose_bones(self):
@@ -89,6 +93,30 @@ class Chain:
 def matrix_array(m):
     """A mathutils Matrix (or any nested rows) as a float64 numpy array."""
     return np.array([list(row) for row in m], dtype=np.float64)
+
+
+def affine_inverse(matrices):
+    """The inverse of (..., 4, 4) affine matrices (last row 0, 0, 0, 1), in closed form: numpy's LAPACK
+    inverse of a 4×4, threaded, costs tens of µs under load (issue 11), and this is exact float64 too."""
+    m = np.asarray(matrices, dtype=np.float64)
+    if m.ndim == 2:  # one matrix: plain floats beat numpy's per-call overhead
+        (a, b, c, x), (d, e, f, y), (g, h, i, z), _ = m.tolist()
+        rows = [[e * i - f * h, c * h - b * i, b * f - c * e], [f * g - d * i, a * i - c * g, c * d - a * f],
+                [d * h - e * g, b * g - a * h, a * e - b * d]]
+        inverse_det = 1.0 / (a * rows[0][0] + b * rows[1][0] + c * rows[2][0])
+        rows = [[value * inverse_det for value in row] for row in rows]
+        return np.array([row + [-(row[0] * x + row[1] * y + row[2] * z)] for row in rows] + [[0.0, 0.0, 0.0, 1.0]])
+    a, b, c = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    d, e, f = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    g, h, i = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    out = np.zeros(m.shape)
+    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = e * i - f * h, c * h - b * i, b * f - c * e
+    out[..., 1, 0], out[..., 1, 1], out[..., 1, 2] = f * g - d * i, a * i - c * g, c * d - a * f
+    out[..., 2, 0], out[..., 2, 1], out[..., 2, 2] = d * h - e * g, b * g - a * h, a * e - b * d
+    out[..., :3, :3] /= (a * out[..., 0, 0] + b * out[..., 1, 0] + c * out[..., 2, 0])[..., None, None]
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", out[..., :3, :3], m[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def _unit(v, fallback=None):
@@ -255,8 +283,42 @@ def read_chain(armature, tip_name, now=True):
         raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "
                          "Pose Position (Armature properties > Pose Position)")
     if now:
-        uniform_scale(matrix_array(armature.matrix_world)[None, :3, :3], f"Armature '{armature.name}'",
-                      "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+        world = matrix_array(armature.matrix_world)[None]
+        if _single_scale(world) is None:
+            uniform_scale(world[:, :3, :3], f"Armature '{armature.name}'",
+                          "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+    key = (armature.as_pointer(), names)
+    signature = _signature(armature, names)
+    cached = _read_chains.get(key)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    chain = _read_chain(armature, names)
+    _read_chains[key] = (signature, chain)
+    return chain
+
+
+def _signature(armature, names):
+    """Everything :func:`_read_chain` reads, as comparable values: while it is the same, so is the chain."""
+    pose_bones, bones = armature.pose.bones, armature.data.bones
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    return (tuple((driver.data_path, driver.mute) for driver in drivers),
+            tuple((tuple(pose_bone.scale), tuple(pose_bone.location),
+                   tuple((c.name, c.mute, getattr(c, "enabled", True), c.influence) for c in pose_bone.constraints),
+                   bone.use_inherit_rotation, bone.use_connect, bone.use_local_location, bone.length,
+                   bone.matrix_local.copy())
+                  for pose_bone, bone in ((pose_bones[name], bones[name]) for name in names)))
+
+
+# Chains read and validated before, with their signature (runtime only; cleared on load, undo and redo,
+# when the objects they name may be gone).
+_read_chains = {}
+
+
+def forget_read_chains():
+    _read_chains.clear()
+
+
+def _read_chain(armature, names):
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
     for bone, pose_bone in zip(bones, pose_bones):
@@ -281,7 +343,7 @@ def read_chain(armature, tip_name, now=True):
 
     offsets = []
     for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
-        offset = np.linalg.inv(matrix_array(parent.matrix_local)) @ matrix_array(child.matrix_local)
+        offset = affine_inverse(matrix_array(parent.matrix_local)) @ matrix_array(child.matrix_local)
         if not child.use_connect:  # a connected bone ignores its pose location
             location = np.array(tuple(pose_child.location))
             # Local Location off: the location moves the bone along its parent's axes, not its own.
@@ -306,7 +368,7 @@ def read_chain(armature, tip_name, now=True):
         normal = _unit(_reject(np.array([1.0, 0.0, 0.0]), axis), _perpendicular(axis))
     rest_toward = float(np.dot(bend, _reject(last, axis))) >= 0.0
     rest_normals = np.array([normal, rotation2.T @ normal, rotation3.T @ normal])
-    return Chain(armature, names, offsets, links, rest_normals, rest_toward)
+    return Chain(armature, names, offsets, links, rest_normals, rest_toward, frames(links, rest_normals))
 
 
 def goal_matrix(armature, obj, bone_name, role, read=True):
@@ -331,7 +393,7 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
         return None
     else:
         world = matrix_array(obj.matrix_world)
-    matrix = np.linalg.inv(matrix_array(armature.matrix_world)) @ world
+    matrix = affine_inverse(matrix_array(armature.matrix_world)) @ world
     if not np.all(np.isfinite(matrix)):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
     return matrix
@@ -437,18 +499,18 @@ def base_matrix(chain):
     pose_bone = chain.pose_bones[0]
     rotation_scale = matrix_array(pose_bone.matrix_basis)
     rotation_scale[:3, 3] = 0.0
-    return matrix_array(pose_bone.matrix) @ np.linalg.inv(rotation_scale)
+    return matrix_array(pose_bone.matrix) @ affine_inverse(rotation_scale)
 
 
 def current_normal(chain):
     """The bend-plane normal of the chain as posed now (armature space), or None if it is straight."""
-    heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
-    axis = heads[2] - heads[0]
-    normal = np.cross(axis, heads[1] - heads[0])
-    size = np.linalg.norm(axis) * np.linalg.norm(heads[1] - heads[0])
-    if not np.isfinite(size) or np.linalg.norm(normal) <= 1e-6 * size:
+    base, middle, wrist = (pose_bone.head for pose_bone in chain.pose_bones)
+    axis, bend = wrist - base, middle - base
+    normal = axis.cross(bend)
+    size = axis.length * bend.length
+    if not math.isfinite(size) or normal.length <= 1e-6 * size:
         return None
-    return normal / np.linalg.norm(normal)
+    return np.array(normal.normalized())
 
 
 def bend_toward(chain, spec):
@@ -467,8 +529,69 @@ class ChainSolve:
     solution: object  # the solver's ThreeLinkSolution, in armature space
 
 
+def _columns(matrices3, single):
+    """(N, 3, 3) matrices as their three columns, each a component tuple: floats for one sample (the float
+    backend of solver/_ops), (N,) arrays for a batch."""
+    if single:
+        m = matrices3[0].tolist()
+        return tuple((m[0][j], m[1][j], m[2][j]) for j in range(3))
+    return tuple((matrices3[:, 0, j], matrices3[:, 1, j], matrices3[:, 2, j]) for j in range(3))
+
+
+def _vectors(vectors, single):
+    """(N, 3) vectors as a component tuple (floats for one sample)."""
+    if single:
+        return tuple(vectors[0].tolist())
+    return vectors[:, 0], vectors[:, 1], vectors[:, 2]
+
+
+def _stacked(vector, single):
+    """A component tuple back to (N, 3) (or (3,) for one sample) for the solver."""
+    return np.array(vector) if single else np.stack(vector, -1)
+
+
+def _times(columns, weights):
+    """``M @ w``: a matrix (its columns, component tuples) times a constant 3-vector."""
+    return add(add(scale(columns[0], weights[0]), scale(columns[1], weights[1])), scale(columns[2], weights[2]))
+
+
+def _transposed_times(columns, vector):
+    """``Mᵀ @ v`` for a matrix given by its columns (component tuples or constants) and a vector."""
+    return dot(columns[0], vector), dot(columns[1], vector), dot(columns[2], vector)
+
+
+def _nearest_rotation(columns):
+    """The rotation nearest to a matrix of Blender's float32 noise (the polar factor), by two Newton steps
+    ``R ← (R + R⁻ᵀ)/2``, written on columns so one sample and a batch share it (an SVD per frame costs
+    more than the whole solve of a sample)."""
+    for _ in range(2):
+        cofactors = (cross(columns[1], columns[2]), cross(columns[2], columns[0]), cross(columns[0], columns[1]))
+        half_inverse_det = 0.5 / dot(columns[0], cofactors[0])  # det > 0: check_base refuses the rest
+        columns = tuple(combine(column, 0.5, cofactor, half_inverse_det)
+                        for column, cofactor in zip(columns, cofactors))
+    return columns
+
+
+def _single_scale(base):
+    """One sample's uniform scale of ``A₁`` (a (1,) array) on plain floats, as check_base judges it, or None
+    when check_base must look (a scale it may refuse)."""
+    columns = _columns(base[:, :3, :3], True)
+    gram = [[dot(a, b) for b in columns] for a in columns]
+    scale_squared = (gram[0][0] + gram[1][1] + gram[2][2]) / 3.0
+    if not scale_squared > 1e-30 or dot(columns[0], cross(columns[1], columns[2])) <= 0.0:
+        return None
+    deviation = max(abs(gram[i][j] / scale_squared - (1.0 if i == j else 0.0)) for i in range(3) for j in range(3))
+    return np.array([math.sqrt(scale_squared)]) if deviation <= _SCALE_TOLERANCE else None
+
+
+def _frame(ops, direction, normal):
+    """The solved frame [d, n', d × n'] of a link (columns), n' = the normal made ⟂ to d."""
+    side, _ = normalize_or(ops, reject(normal, direction), lambda: any_perpendicular(ops, direction), 1.0, 1e-12)
+    return direction, side, cross(direction, side)
+
+
 def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True, sample_frames=None):
-    """Solve N samples at once.
+    """Solve N samples at once (one sample runs the same code on Python floats: a live solve).
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
     ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
@@ -478,72 +601,100 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     """
     base = np.asarray(base, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
-    scale = check_base(chain, base, sample_frames)
-    if np.any(np.abs(scale - 1.0) > 1e-4):  # above float32 noise (Rigify: 1e-5)
+    count = len(base)
+    single = count == 1
+    ops = _ops.FLOAT if single else _ops.NUMPY
+    scales = _single_scale(base) if single else None
+    if scales is None:  # a batch, or a sample the quick check doubts: the full check names the culprit
+        scales = check_base(chain, base, sample_frames)
+    if np.any(np.abs(scales - 1.0) > 1e-4):  # above float32 noise (Rigify: 1e-5)
         for name in chain.names[1:]:
             if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
                 raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
                                "Inherit Scale to Full, or unscale the parent")
-    base_rotation = base[:, :3, :3] / scale[:, None, None]
-    if len(base) > 1 and np.all(base_rotation == base_rotation[:1]):  # a constant base: one SVD, not N
-        base_rotation = np.broadcast_to(orthonormal(base_rotation[:1]), base_rotation.shape)
-    else:
-        base_rotation = orthonormal(base_rotation)
-    origin = base[:, :3, 3]
-    lengths = scale[:, None] * np.linalg.norm(chain.links, axis=-1)
+    rotation = _nearest_rotation(_columns(base[:, :3, :3] / scales[:, None, None], single))
+    scale_of = float(scales[0]) if single else scales
+    origin = _vectors(base[:, :3, 3], single)
+    lengths = np.outer(scales, np.linalg.norm(chain.links, axis=-1))
     column, sign = AXES[spec.up_axis]
-    up = sign * target[:, :3, column]
-    rest_normal = base_rotation @ chain.rest_normals[0]
-    fallback = rest_normal if fallback_normal is None else np.broadcast_to(fallback_normal, rest_normal.shape)
-    plane_pole = None if pole is None else np.asarray(pole, dtype=np.float64)
+    up = scale(_vectors(target[:, :3, column], single), sign)
+    end = _vectors(target[:, :3, 3], single)
+    rest_normal = _times(rotation, chain.rest_normals[0].tolist())
+    if fallback_normal is None:
+        fallback = _stacked(rest_normal, single)
+    else:
+        fallback = np.broadcast_to(fallback_normal, (3,) if single else (count, 3))
     plane, extra = spec.plane, {}
     if plane == "PARENT":
         # The rest hinge axis, carried by the parent's pose: the knee turns with the hips, and the foot's
         # direction never flips it. "REST" keeps the rest side (the normal's orientation); "TOWARD" and
         # "AWAY" pick, per sample, the side of that plane the up axis is on, or the other.
-        plane, extra = "NORMAL", {"normal": rest_normal, "singular_tolerance": PARENT_SINGULAR_TOLERANCE}
+        plane = "NORMAL"
+        extra = {"normal": _stacked(rest_normal, single), "singular_tolerance": PARENT_SINGULAR_TOLERANCE}
         if spec.bend == "REST":
             toward = True
         else:
-            wrist_axis = target[:, :3, 3] - lengths[:, 2:] * _unit(up) - origin
-            up_side = np.einsum("...i,...i->...", np.cross(rest_normal, wrist_axis), up) >= 0.0
-            toward = up_side if spec.bend == "TOWARD" else ~up_side
+            up_length = _ops.norm(ops, up)
+            wrist_axis = sub(sub(end, scale(up, scale_of * float(np.linalg.norm(chain.links[2])) / up_length)),
+                             origin)
+            up_side = dot(cross(rest_normal, wrist_axis), up) >= 0.0
+            toward = up_side if spec.bend == "TOWARD" else ops.logical_not(up_side)
     else:
         toward = bend_toward(chain, spec)
+    arguments = dict(plane=plane, bend_toward=toward, **extra)
+    if pole is not None:
+        arguments["pole"] = np.asarray(pole, dtype=np.float64)[0] if single else pole
 
     def solve(fallback):
         try:
-            return solve_three_link(origin, lengths, target[:, :3, 3], up, plane=plane, pole=plane_pole,
-                                    bend_toward=toward, fallback_normal=fallback, **extra)
+            return solve_three_link(_stacked(origin, single), lengths[0] if single else lengths,
+                                    _stacked(end, single), _stacked(up, single), fallback_normal=fallback,
+                                    **arguments)
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 
     solution = solve(fallback)
-    if carry_plane and len(origin) > 1 and solution.degenerate.any() and not solution.degenerate.all():
+    if single:  # the rest of the add-on reads samples by index
+        solution = type(solution)(*(np.asarray(field)[None] for field in solution))
+    elif carry_plane and solution.degenerate.any() and not solution.degenerate.all():
         # Undefined planes keep the last defined one before them (the rest pose's before the first).
-        index = np.where(~solution.degenerate, np.arange(len(origin)), -1)
+        index = np.where(~solution.degenerate, np.arange(count), -1)
         index = np.maximum.accumulate(index)
         carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)], fallback)
         solution = solve(carried)
 
-    # Solved frames: each bone's direction with the plane normal; the rest frames likewise.
-    solved = frames(solution.directions, solution.normal[:, None, :])  # (N, 3, 3, 3)
-    rest = frames(chain.links, chain.rest_normals)  # (3, 3, 3)
-    orientation = solved @ np.swapaxes(rest, -1, -2)  # Q_i: bone i's armature-space rotation
-    if spec.roll_axis != "NONE":
+    # Each bone's armature-space rotation Qᵢ maps its rest frame (rest direction, rest bend-plane normal)
+    # onto its solved frame: Qᵢ = Fᵢ · Restᵢᵀ, so column j of Qᵢ is Fᵢ times row j of Restᵢ.
+    normal = _vectors(solution.normal, single)
+    directions = [_vectors(solution.directions[:, link], single) for link in range(3)]
+    orientation = []
+    for link, rest in enumerate(chain.rest_frames.tolist()):
+        solved = _frame(ops, directions[link], normal)
+        orientation.append(tuple(_times(solved, rest[row]) for row in range(3)))
+    if spec.roll_axis != "NONE":  # the last bone's local Z turns toward the target's roll axis
         roll_column, roll_sign = AXES[spec.roll_axis]
-        roll = roll_sign * target[:, :3, roll_column]
-        ok = np.linalg.norm(_reject(_unit(roll), solution.directions[:, 2]), axis=-1) > 1e-6
-        rolled = frames(solution.directions[:, 2], roll) @ BONE_FRAME.T
-        orientation[:, 2] = np.where(ok[:, None, None], rolled, orientation[:, 2])
+        roll = scale(_vectors(target[:, :3, roll_column], single), roll_sign)
+        roll_length = _ops.norm(ops, roll)
+        ok = _ops.norm(ops, reject(roll, directions[2])) > 1e-6 * ops.maximum(roll_length, 1e-300)
+        rolled = _frame(ops, directions[2], roll)
+        rolled = tuple(_times(rolled, row) for row in BONE_FRAME.tolist())
+        orientation[2] = tuple(select(ops, ok, new, old) for new, old in zip(rolled, orientation[2]))
 
-    offset2, offset3 = chain.offsets[0][:3, :3], chain.offsets[1][:3, :3]
-    local_rotations = np.stack([
-        np.swapaxes(base_rotation, -1, -2) @ orientation[:, 0],
-        offset2.T @ np.swapaxes(orientation[:, 0], -1, -2) @ orientation[:, 1],
-        offset3.T @ np.swapaxes(orientation[:, 1], -1, -2) @ orientation[:, 2],
-    ], 1)
-    return ChainSolve(local_rotations, solution)
+    # Local rotations: L₁ = Aᵀ Q₁, L₂ = K₂ᵀ Q₁ᵀ Q₂, L₃ = K₃ᵀ Q₂ᵀ Q₃ (K: the constant rest offsets).
+    offsets = [tuple(tuple(chain.offsets[index][:3, j].tolist()) for j in range(3)) for index in range(2)]
+    local = [tuple(_transposed_times(rotation, q) for q in orientation[0])]
+    for link in (1, 2):
+        relative = [_transposed_times(orientation[link - 1], q) for q in orientation[link]]
+        local.append(tuple(_transposed_times(offsets[link - 1], column_) for column_ in relative))
+    if single:
+        rotations_out = np.array([[[column_[i] for column_ in columns] for i in range(3)] for columns in local])[None]
+    else:
+        rotations_out = np.empty((count, 3, 3, 3))
+        for link, columns in enumerate(local):
+            for j, column_ in enumerate(columns):
+                for i in range(3):
+                    rotations_out[:, link, i, j] = column_[i]
+    return ChainSolve(rotations_out, solution)
 
 
 def rotation_values(pose_bone):
@@ -570,11 +721,24 @@ def set_rotation(pose_bone, values):
 
 def pose_chain(chain, local_rotations):
     """Write one sample's rotations (3, 3, 3) into the pose, each in its bone's rotation mode and
-    continuous with the bone's current value (no Euler jump, same quaternion hemisphere)."""
+    continuous with the bone's current value (no Euler jump, same quaternion hemisphere).
+
+    Through mathutils (float32): the channels are stored in float32, and Blender's own conversions are
+    those the vectorised ones in rotations.py reproduce (mat3_normalized_to_eulO and its compatible form)."""
     for pose_bone, rotation in zip(chain.pose_bones, local_rotations):
-        values = rotations.matrices_to_channels(rotation[None], pose_bone.rotation_mode,
-                                                previous=rotation_values(pose_bone))
-        set_rotation(pose_bone, values[0])
+        matrix = Matrix(rotation.tolist())
+        mode = pose_bone.rotation_mode
+        if mode in rotations.EULER_ORDERS:
+            pose_bone.rotation_euler = matrix.to_euler(mode, pose_bone.rotation_euler)
+            continue
+        quaternion = matrix.to_quaternion()
+        if mode == "QUATERNION":
+            if quaternion.dot(pose_bone.rotation_quaternion) < 0.0:
+                quaternion.negate()
+            pose_bone.rotation_quaternion = quaternion
+        else:
+            axis, angle = quaternion.to_axis_angle()
+            pose_bone.rotation_axis_angle = (angle, *axis)
 
 
 def evaluate_now():
@@ -671,11 +835,11 @@ def prepare(armature, specs, now=True):
 def pose_error(chain, solution, index=0):
     """How far the pose Blender evaluated is from a solve: (tip distance, last bone's angle), armature space."""
     tip_bone = chain.pose_bones[2]
-    tip = np.array(tuple(tip_bone.tail))
-    direction = tip - np.array(tuple(tip_bone.head))
-    expected = solution.directions[index, 2]
-    angle = math.atan2(np.linalg.norm(np.cross(direction, expected)), float(np.dot(direction, expected)))
-    return float(np.linalg.norm(tip - solution.joints[index, 3])), angle
+    tip = tip_bone.tail
+    direction = tip - tip_bone.head
+    expected = Vector(solution.directions[index, 2])
+    angle = math.atan2(direction.cross(expected).length, direction.dot(expected))
+    return (tip - Vector(solution.joints[index, 3])).length, angle
 
 
 def verify_pose(chain, solution, index=0):

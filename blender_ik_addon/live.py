@@ -20,8 +20,8 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import (ChainError, chain_names, check_target, evaluate_now, order, pose_chain, read_chain,
-                    rotation_values, set_rotation, solve_current, verify_pose)
+from .chain import (ChainError, chain_names, check_target, evaluate_now, forget_read_chains, order, pose_chain,
+                    read_chain, rotation_values, set_rotation, solve_current, verify_pose)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -215,6 +215,7 @@ def on_data_replaced(*_args):
     """After a file load, an undo or a redo, every cached name, input and read-out may be wrong."""
     _stale[0] = True
     _last_inputs.clear()
+    forget_read_chains()
 
 
 @persistent
@@ -269,3 +270,4 @@ def unregister():
             handlers.remove(handler)
     _live.clear()
     _last_inputs.clear()
+    forget_read_chains()
