@@ -481,6 +481,12 @@ def check_target(chain, spec, now=True):
                              "remove or mute that, or point it elsewhere")
     if not now:
         return None, None
+    return goal_matrices(chain, spec)
+
+
+def goal_matrices(chain, spec):
+    """The target's and (plane "POLE") the pole's armature-space matrices as last evaluated, for a chain and
+    goals :func:`check_target` has validated."""
     matrix = goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
     column, _ = AXES[spec.up_axis]
     if np.linalg.norm(matrix[:3, column]) < 1e-12:
@@ -748,11 +754,12 @@ def evaluate_now():
     bpy.context.view_layer.update()
 
 
-def solve_current(chain, spec):
+def solve_current(chain, spec, validated=False):
     """Solve a validated chain for the scene as last evaluated. Returns a ChainSolve of one sample;
     changes nothing (pose it with :func:`pose_chain`). Outside a depsgraph handler, call
-    :func:`evaluate_now` first."""
-    target, pole = check_target(chain, spec)
+    :func:`evaluate_now` first. ``validated``: the goals were checked (:func:`check_target`) and nothing
+    they depend on changed since; only their matrices are read."""
+    target, pole = goal_matrices(chain, spec) if validated else check_target(chain, spec)
     solve = solve_chain(chain, base_matrix(chain)[None], target[None], spec,
                         None if pole is None else pole[None, :3, 3], current_normal(chain))
     return solve

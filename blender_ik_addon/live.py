@@ -26,16 +26,17 @@ from .chain import (ChainError, chain_names, check_target, evaluate_now, forget_
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
 _stale = [True]  # _live must be rebuilt before use
-_last_inputs = {}  # (armature name, chain name) -> the inputs of its last successful live solve
+_last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
+_validated = set()  # (armature name, chain name) whose goals were validated with the inputs above
 
 
 def _matrix(obj, bone_name=""):
+    """An object's (or its bone's) evaluated matrix, copied (Blender's own are live views)."""
     if obj is None:
         return None
-    matrix = tuple(map(tuple, obj.matrix_world))
     if bone_name and obj.type == "ARMATURE" and bone_name in obj.pose.bones:
-        return matrix, tuple(map(tuple, obj.pose.bones[bone_name].matrix))
-    return matrix
+        return obj.matrix_world.copy(), obj.pose.bones[bone_name].matrix.copy()
+    return obj.matrix_world.copy()
 
 
 def _constraints(owner):
@@ -49,29 +50,30 @@ def _drivers(obj):
     return tuple((d.data_path, d.array_index, d.mute) for d in data.drivers) if data is not None else ()
 
 
-def _goal(obj, bone_name=""):
-    """A goal's matrices and what couples it to a chain (its constraints and drivers, and its parents')."""
+def _coupling(obj, bone_name=""):
+    """What could couple a goal to a chain: its constraints and drivers, and its parents' and parent bones'."""
     coupling = []
     owner = obj
     while owner is not None:
-        coupling.append((_constraints(owner), _drivers(owner)))
+        coupling.append((_constraints(owner), _drivers(owner), owner.parent_type, owner.parent_bone))
         owner = owner.parent
     if bone_name and obj is not None and obj.type == "ARMATURE" and bone_name in obj.pose.bones:
         bone = obj.pose.bones[bone_name]
         while bone is not None:
             coupling.append(_constraints(bone))
             bone = bone.parent
-    return _matrix(obj, bone_name), tuple(coupling)
+    return tuple(coupling)
 
 
 def _inputs(armature, spec, scene):
-    """Everything a live solve of one chain reads or validates, as comparable plain values: a change to any
-    of them (a constraint muted, a bone flag, Rest Position) re-solves or refuses, as Solve would."""
+    """Everything a live solve of one chain reads or validates, as comparable plain values, in two parts:
+    what validation reads (a change re-validates: a constraint muted, a bone flag, Rest Position) and what
+    only moves the goals (the matrices and the frame: a change re-solves a validated chain)."""
     try:
         names = chain_names(armature, spec.tip_bone)
     except ChainError:
         names = None
-    chain = None
+    chain, parent = None, None
     if names is not None:
         first = armature.pose.bones[names[0]]
         bones = tuple((tuple(armature.pose.bones[name].scale), tuple(armature.pose.bones[name].location),
@@ -79,10 +81,15 @@ def _inputs(armature, spec, scene):
                        armature.data.bones[name].use_connect, armature.data.bones[name].use_local_location,
                        armature.pose.bones[name].rotation_mode, _constraints(armature.pose.bones[name]))
                       for name in names)
-        chain = (names, tuple(map(tuple, first.parent.matrix)) if first.parent else None, bones)
+        chain = (names, bones)
+        parent = first.parent.matrix.copy() if first.parent else None
     state = (armature.mode, armature.data.pose_position, _drivers(armature))
-    pole = _goal(spec.pole, spec.pole_bone) if spec.plane == "POLE" else None
-    return (_matrix(armature), _goal(spec.target, spec.target_bone), pole, chain, state, scene.frame_current, spec)
+    poled = spec.plane == "POLE"
+    validation = (chain, state, spec, _coupling(spec.target, spec.target_bone),
+                  _coupling(spec.pole, spec.pole_bone) if poled else None)
+    motion = (_matrix(armature), parent, _matrix(spec.target, spec.target_bone),
+              _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current)
+    return validation, motion
 
 
 def _live_chains(armature):
@@ -98,30 +105,35 @@ def solve_live(armature, scene, force=False):
     errors, read = {}, []
     for chain_settings in _live_chains(armature):
         spec = props.chain_spec(chain_settings)
+        key = (armature.name, spec.label)
         inputs = _inputs(armature, spec, scene)
-        if not force and _last_inputs.get((armature.name, spec.label)) == inputs:
+        last = _last_inputs.get(key)
+        if not force and last == inputs:
             continue
         if native_rig.is_built(armature, spec.label) and not all(
                 constraint.mute for _, constraint in native_rig.rig_constraints(armature, spec.label)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
             continue
+        validated = not force and last is not None and last[0] == inputs[0] and key in _validated
         try:
             chain = read_chain(armature, spec.tip_bone)
-            check_target(chain, spec)
+            if not validated:
+                check_target(chain, spec)
         except ChainError as error:
             errors[spec] = str(error)
             continue
-        read.append((spec, chain, inputs))
-    inputs_of = {spec: inputs for spec, _, inputs in read}
+        read.append((spec, chain, inputs, validated))
+    inputs_of = {spec: inputs for spec, _, inputs, _ in read}
+    validated_of = {spec: validated for spec, _, _, validated in read}
     posed = 0
-    levels = order(armature, [(spec, chain) for spec, chain, _ in read], errors)
+    levels = order(armature, [(spec, chain) for spec, chain, _, _ in read], errors)
     for depth, level in enumerate(levels):
         if depth:
             evaluate_now()  # the chains below see the pose the ones above just got
         solved = []
         for spec, chain in level:
             try:
-                solve = solve_current(chain, spec)
+                solve = solve_current(chain, spec, validated=validated_of[spec])
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
@@ -130,28 +142,32 @@ def solve_live(armature, scene, force=False):
             solved.append((spec, chain, solve, before))
         if not solved:
             continue
-        # The self-check, as Solve does it: the pose Blender evaluates must be the solved one.
+        # The self-check, as Solve does it: the pose Blender evaluates must be the solved one. This
+        # evaluation is the one Blender would run anyway after this handler to show the new pose.
         evaluate_now()
         refused = False
         for spec, chain, solve, before in solved:
+            key = (armature.name, spec.label)
+            _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
             try:
                 verify_pose(chain, solve.solution)
             except ChainError as error:
                 refused = True
                 for pose_bone, values in zip(chain.pose_bones, before):
                     set_rotation(pose_bone, values)
-                errors[spec] = str(error).replace("nothing was changed", "the pose was put back")
-                # Not retried until an input changes: the same inputs would give the same refusal.
-                _last_inputs[(armature.name, spec.label)] = inputs_of[spec]
+                _validated.discard(key)
+                runtime.store_error(armature.name, spec.label,
+                                    str(error).replace("nothing was changed", "the pose was put back"))
                 continue
             runtime.store_solution(armature.name, spec.label, solve.solution)
-            _last_inputs[(armature.name, spec.label)] = inputs_of[spec]
+            _validated.add(key)
             posed += 1
         if refused:
             evaluate_now()
     for spec, message in errors.items():
-        if _last_inputs.get((armature.name, spec.label)) != inputs_of.get(spec):
-            _last_inputs.pop((armature.name, spec.label), None)  # fixing the cause (Alt+S, a setting) retries at once
+        key = (armature.name, spec.label)
+        _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
+        _validated.discard(key)
         runtime.store_error(armature.name, spec.label, message)
     return posed
 
@@ -215,6 +231,7 @@ def on_data_replaced(*_args):
     """After a file load, an undo or a redo, every cached name, input and read-out may be wrong."""
     _stale[0] = True
     _last_inputs.clear()
+    _validated.clear()
     forget_read_chains()
 
 
@@ -270,4 +287,5 @@ def unregister():
             handlers.remove(handler)
     _live.clear()
     _last_inputs.clear()
+    _validated.clear()
     forget_read_chains()

@@ -56,7 +56,7 @@ def test_no_feedback_loop_and_no_work_when_nothing_moved(blender, monkeypatch):
     obj.blender_ik.live = True
     calls = []
     original = live.solve_current
-    monkeypatch.setattr(live, "solve_current", lambda *a: calls.append(1) or original(*a))
+    monkeypatch.setattr(live, "solve_current", lambda *a, **k: calls.append(1) or original(*a, **k))
     for _ in range(5):  # posing tags the armature; the updates that follow find nothing to do
         bpy.context.view_layer.update()
     assert calls == []
