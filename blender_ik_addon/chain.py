@@ -86,6 +86,11 @@ class Chain:
     rest_frames: np.ndarray = None  # (3, 3, 3): each bone's rest frame [direction, normal, d × n] (columns)
 
     @property
+    def lengths(self):
+        """The three links' rest lengths."""
+        return np.linalg.norm(self.links, axis=-1)
+
+    @property
     def pose_bones(self):
         return [self.armature.pose.bones[name] for name in self.names]
 
@@ -621,7 +626,7 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     rotation = _nearest_rotation(_columns(base[:, :3, :3] / scales[:, None, None], single))
     scale_of = float(scales[0]) if single else scales
     origin = _vectors(base[:, :3, 3], single)
-    lengths = np.outer(scales, np.linalg.norm(chain.links, axis=-1))
+    lengths = np.outer(scales, chain.lengths)
     column, sign = AXES[spec.up_axis]
     up = scale(_vectors(target[:, :3, column], single), sign)
     end = _vectors(target[:, :3, 3], single)
@@ -641,8 +646,7 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
             toward = True
         else:
             up_length = _ops.norm(ops, up)
-            wrist_axis = sub(sub(end, scale(up, scale_of * float(np.linalg.norm(chain.links[2])) / up_length)),
-                             origin)
+            wrist_axis = sub(sub(end, scale(up, scale_of * float(chain.lengths[2]) / up_length)), origin)
             up_side = dot(cross(rest_normal, wrist_axis), up) >= 0.0
             toward = up_side if spec.bend == "TOWARD" else ops.logical_not(up_side)
     else:

@@ -27,7 +27,7 @@ from .chain import (ChainError, chain_names, check_target, evaluate_now, forget_
 _live = set()  # names of armature objects with a live chain
 _stale = [True]  # _live must be rebuilt before use
 _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
-_validated = set()  # (armature name, chain name) whose goals were validated with the inputs above
+_validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
 
 
 def _matrix(obj, bone_name=""):
@@ -116,8 +116,10 @@ def solve_live(armature, scene, force=False):
             continue
         validated = not force and last is not None and last[0] == inputs[0] and key in _validated
         try:
-            chain = read_chain(armature, spec.tip_bone)
-            if not validated:
+            if validated:  # nothing validation reads changed: the chain read then is still the chain
+                chain = _validated[key]
+            else:
+                chain = read_chain(armature, spec.tip_bone)
                 check_target(chain, spec)
         except ChainError as error:
             errors[spec] = str(error)
@@ -155,19 +157,19 @@ def solve_live(armature, scene, force=False):
                 refused = True
                 for pose_bone, values in zip(chain.pose_bones, before):
                     set_rotation(pose_bone, values)
-                _validated.discard(key)
+                _validated.pop(key, None)
                 runtime.store_error(armature.name, spec.label,
                                     str(error).replace("nothing was changed", "the pose was put back"))
                 continue
             runtime.store_solution(armature.name, spec.label, solve.solution)
-            _validated.add(key)
+            _validated[key] = chain
             posed += 1
         if refused:
             evaluate_now()
     for spec, message in errors.items():
         key = (armature.name, spec.label)
         _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
-        _validated.discard(key)
+        _validated.pop(key, None)
         runtime.store_error(armature.name, spec.label, message)
     return posed
 
