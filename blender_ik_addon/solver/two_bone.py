@@ -23,23 +23,28 @@ REACH_TOLERANCE = 1e-10
 _ZERO_PRODUCT = 1e-30
 
 
+def _reach_and_hinge(ops, l1, l2, distance, distance_squared):
+    """Whether a target at ``distance`` is in reach (the ring between |l1 - l2| and l1 + l2, with a float
+    slack) and the cosine of the middle joint's angle by the law of cosines, clamped: seed 001's closest
+    pose out of reach (1 where a zero-length link leaves no hinge)."""
+    total = l1 + l2
+    slack = REACH_TOLERANCE * total
+    reachable = (distance <= total + slack) & (distance >= ops.abs(l1 - l2) - slack)
+    denominator = 2.0 * l1 * l2
+    has_hinge = denominator > _ZERO_PRODUCT * total * total
+    safe_denominator = ops.where(has_hinge, denominator, 1.0)
+    cos2 = _ops.clip(ops, (distance_squared - l1 * l1 - l2 * l2) / safe_denominator, -1.0, 1.0)
+    return reachable, ops.where(has_hinge, cos2, 1.0)
+
+
 def two_bone_core(ops, l1, l2, x, y, sign):
     """Shared by every solver: ``sign`` is +1.0 for θ2 ≥ 0, -1.0 for θ2 ≤ 0 (broadcastable).
 
     Returns ``(angle1, angle2, reachable, (cos1, sin1), (cos2, sin2))``: the 3D solve builds its link
     directions from the cosines and sines, which come free of extra trigonometric calls.
     """
-    total = l1 + l2
     distance_squared = x * x + y * y
-    distance = ops.sqrt(distance_squared)
-    slack = REACH_TOLERANCE * total
-    reachable = (distance <= total + slack) & (distance >= ops.abs(l1 - l2) - slack)
-
-    denominator = 2.0 * l1 * l2
-    has_hinge = denominator > _ZERO_PRODUCT * total * total
-    safe_denominator = ops.where(has_hinge, denominator, 1.0)
-    cos2 = _ops.clip(ops, (distance_squared - l1 * l1 - l2 * l2) / safe_denominator, -1.0, 1.0)
-    cos2 = ops.where(has_hinge, cos2, 1.0)
+    reachable, cos2 = _reach_and_hinge(ops, l1, l2, ops.sqrt(distance_squared), distance_squared)
     angle2 = sign * ops.acos(cos2)
     sin2 = sign * ops.sqrt(1.0 - cos2 * cos2)
 
@@ -64,15 +69,7 @@ def hinge_core(ops, l1, l2, distance, distance_squared):
     Returns ``(angle1, exterior, reachable, (cos1, sin1), (cos2, sin2))`` with ``exterior = -angle2 =
     acos(cos2) ≥ 0``; ``distance_squared`` is the caller's (it has it before the square root).
     """
-    total = l1 + l2
-    slack = REACH_TOLERANCE * total
-    reachable = (distance <= total + slack) & (distance >= ops.abs(l1 - l2) - slack)
-
-    denominator = 2.0 * l1 * l2
-    has_hinge = denominator > _ZERO_PRODUCT * total * total
-    safe_denominator = ops.where(has_hinge, denominator, 1.0)
-    cos2 = _ops.clip(ops, (distance_squared - l1 * l1 - l2 * l2) / safe_denominator, -1.0, 1.0)
-    cos2 = ops.where(has_hinge, cos2, 1.0)
+    reachable, cos2 = _reach_and_hinge(ops, l1, l2, distance, distance_squared)
     exterior = ops.acos(cos2)
     bend = ops.sqrt(1.0 - cos2 * cos2)  # -sin2
 
