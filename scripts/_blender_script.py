@@ -241,7 +241,7 @@ def leave(status):
         shutil.rmtree(folder, ignore_errors=True)
     bpy = sys.modules.get("bpy")
     if not blender and bpy is not None and bpy.app.version < (5, 0, 0):
-        # os._exit skips Blender's own removal of its session folder (blender_XXXXXX in the temp folder).
+        # os._exit skips Blender's own removal of its session folder (bpy.app.tempdir, "blender_" and a random name).
         if bpy.app.tempdir:
             shutil.rmtree(bpy.app.tempdir, ignore_errors=True)
         # bpy 4.x as a module segfaults in its C++ shutdown, after Python is gone, once a property with a

@@ -37,6 +37,15 @@ def _reach_and_hinge(ops, l1, l2, distance, distance_squared):
     return reachable, ops.where(has_hinge, cos2, 1.0)
 
 
+def _first_angle(ops, along, across):
+    """θ1 = atan2(across, along), with its cosine and sine: (along, across) normalised, where atan2(0, 0) = 0
+    gives (1, 0)."""
+    radius = ops.sqrt(along * along + across * across)
+    has_direction = radius > 0.0
+    safe_radius = ops.where(has_direction, radius, 1.0)
+    return ops.atan2(across, along), ops.where(has_direction, along / safe_radius, 1.0), across / safe_radius
+
+
 def two_bone_core(ops, l1, l2, x, y, sign):
     """Shared by every solver: ``sign`` is +1.0 for θ2 ≥ 0, -1.0 for θ2 ≤ 0 (broadcastable).
 
@@ -52,13 +61,7 @@ def two_bone_core(ops, l1, l2, x, y, sign):
     opposite = l2 * sin2
     along = x * adjacent + y * opposite
     across = y * adjacent - x * opposite
-    angle1 = ops.atan2(across, along)
-    # (cos θ1, sin θ1) is (along, across) normalised; atan2(0, 0) = 0 gives (1, 0).
-    radius = ops.sqrt(along * along + across * across)
-    has_direction = radius > 0.0
-    safe_radius = ops.where(has_direction, radius, 1.0)
-    cos1 = ops.where(has_direction, along / safe_radius, 1.0)
-    sin1 = across / safe_radius
+    angle1, cos1, sin1 = _first_angle(ops, along, across)
     return angle1, angle2, reachable, (cos1, sin1), (cos2, sin2)
 
 
@@ -76,12 +79,7 @@ def hinge_core(ops, l1, l2, distance, distance_squared):
     # along = x·adjacent + y·opposite, across = y·adjacent - x·opposite, with y = 0 and opposite = -l2·bend.
     along = distance * (l1 + l2 * cos2)
     across = distance * (l2 * bend)
-    angle1 = ops.atan2(across, along)
-    radius = ops.sqrt(along * along + across * across)
-    has_direction = radius > 0.0
-    safe_radius = ops.where(has_direction, radius, 1.0)
-    cos1 = ops.where(has_direction, along / safe_radius, 1.0)
-    sin1 = across / safe_radius
+    angle1, cos1, sin1 = _first_angle(ops, along, across)
     return angle1, exterior, reachable, (cos1, sin1), (cos2, -bend)
 
 
