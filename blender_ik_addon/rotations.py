@@ -89,14 +89,18 @@ def quaternion_to_axis_angle(q):
 
 
 def continuous_quaternions(q, previous=None):
-    """Flip signs so each quaternion is in the hemisphere of the one before (the first: of ``previous``)."""
+    """Flip signs so each quaternion is in the hemisphere of the one before (the first: of ``previous``).
+    ``q``: (F, ..., 4), continuous over F (the other axes are independent sequences, e.g. bones);
+    ``previous``: (..., 4) or None."""
     q = np.array(q, dtype=np.float64, copy=True)
     if len(q) == 0:
         return q
-    steps = np.einsum("ij,ij->i", q[1:], q[:-1])
-    first = 1.0 if previous is None or float(np.dot(q[0], previous)) >= 0.0 else -1.0
-    signs = np.cumprod(np.concatenate([[first], np.where(steps < 0.0, -1.0, 1.0)]))
-    return q * signs[:, None]
+    steps = np.einsum("...i,...i->...", q[1:], q[:-1])
+    first = np.ones(q.shape[1:-1])
+    if previous is not None:
+        first = np.where(np.einsum("...i,...i->...", q[0], np.asarray(previous, dtype=np.float64)) >= 0.0, 1.0, -1.0)
+    signs = np.cumprod(np.concatenate([first[None], np.where(steps < 0.0, -1.0, 1.0)]), axis=0)
+    return q * signs[..., None]
 
 
 def _wrapped_distance(a, b):
@@ -105,7 +109,8 @@ def _wrapped_distance(a, b):
 
 
 def continuous_eulers(matrices, order, previous=None):
-    """(F, 3, 3) -> (F, 3) Euler triples, each the solution nearest its predecessor (no ±2π jumps).
+    """(F, ..., 3, 3) -> (F, ..., 3) Euler triples, each the solution nearest its predecessor over F (no ±2π
+    jumps); the other axes are independent sequences.
 
     The first key is matched to ``previous`` when given (e.g. the bone's current rotation). Of the two
     equivalent triples per frame, the second is the first mapped by ``(x+π, π-y, z+π)``, which keeps
@@ -121,26 +126,39 @@ def continuous_eulers(matrices, order, previous=None):
     previous = np.asarray(previous, dtype=np.float64)
     start_second = _wrapped_distance(second[0], previous) < _wrapped_distance(first[0], previous)
     flips = _wrapped_distance(first[1:], second[:-1]) < _wrapped_distance(first[1:], first[:-1])
-    on_second = np.cumsum(np.concatenate([[start_second], flips])) % 2 == 1
-    chosen = np.where(on_second[:, None], second, first)
+    on_second = np.cumsum(np.concatenate([np.asarray(start_second)[None], flips]), axis=0) % 2 == 1
+    chosen = np.where(on_second[..., None], second, first)
     return np.unwrap(np.concatenate([previous[None], chosen]), axis=0)[1:]
 
 
 def matrices_to_channels(matrices, mode, previous=None):
-    """(F, 3, 3) rotations -> (F, channels) values for a bone's ``rotation_mode``, continuous over F.
+    """(F, ..., 3, 3) rotations -> (F, ..., channels) values for a bone's ``rotation_mode``, continuous over F.
 
-    ``previous`` is the channel value the first key should be continuous with (or None)."""
+    ``previous`` (..., channels) is the value the first key should be continuous with (or None)."""
     if mode in EULER_ORDERS:
         return continuous_eulers(matrices, mode, previous)
     if mode == "AXIS_ANGLE":
         previous_q = None
         if previous is not None:
-            half = 0.5 * previous[0]
-            previous_q = np.concatenate([[math.cos(half)], math.sin(half) * np.asarray(previous[1:])])
+            previous = np.asarray(previous, dtype=np.float64)
+            half = 0.5 * previous[..., :1]
+            previous_q = np.concatenate([np.cos(half), np.sin(half) * previous[..., 1:]], -1)
         return quaternion_to_axis_angle(continuous_quaternions(matrix_to_quaternion(matrices), previous_q))
     if mode == "QUATERNION":
         return continuous_quaternions(matrix_to_quaternion(matrices), previous)
     raise ValueError(f"unknown rotation mode {mode!r}")
+
+
+def bones_to_channels(matrices, modes, previous):
+    """(F, B, 3, 3) rotations of B bones -> per bone, (F, channels) values in its rotation mode (``modes``),
+    continuous over F from its ``previous`` value. Bones of the same mode are converted in one call."""
+    converted = [None] * len(modes)
+    for mode in dict.fromkeys(modes):
+        group = [index for index, other in enumerate(modes) if other == mode]
+        values = matrices_to_channels(matrices[:, group], mode, np.stack([previous[index] for index in group]))
+        for column, index in enumerate(group):
+            converted[index] = values[:, column]
+    return converted
 
 
 # Closed forms, entry by entry: a few elementwise operations on (...,) arrays instead of stacking and

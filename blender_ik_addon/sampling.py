@@ -271,13 +271,15 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
             else:
                 world[key] = matrices
 
-    uniform_scale(world[("armature", "")][:, :3, :3], f"Armature '{armature.name}'",
-                  "give it a uniform, non-zero scale on every frame", frames)
     armature_world = world[("armature", "")]
-    if armature_world.strides[0] == 0:  # a constant armature: one inverse, broadcast
-        to_armature = np.broadcast_to(affine_inverse(armature_world[:1]), armature_world.shape)
-    else:
-        to_armature = affine_inverse(armature_world)
+    constant = armature_world.strides[0] == 0  # one matrix, broadcast: checked and inverted once
+    what, fix = f"Armature '{armature.name}'", "give it a uniform, non-zero scale on every frame"
+    try:
+        uniform_scale(armature_world[:1 if constant else None, :3, :3], what, fix, frames[:1 if constant else None])
+    except ChainError:
+        uniform_scale(armature_world[:, :3, :3], what, fix, frames)  # names every frame
+        raise
+    to_armature = affine_inverse(armature_world[:1] if constant else armature_world)  # broadcasts in the products
     targets, poles = [], []
     for spec, _ in chains:
         targets.append(to_armature @ world[(spec.target.name_full, spec.target_bone)])
