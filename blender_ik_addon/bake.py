@@ -24,7 +24,7 @@ BYTES_PER_CHAIN_FRAME = 4096
 MEMORY_BUDGET = 2 << 30
 # Frames sampled, solved and converted at a time: the float64 arrays of a block stay a few MiB whatever the
 # range; only the keys' float32 values span it.
-BLOCK_FRAMES = 16384
+BLOCK_FRAMES = 8192
 
 
 @dataclass
