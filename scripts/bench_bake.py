@@ -262,11 +262,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=3,
                         help=f"best of this many bakes each way (3; five times that at {SHORT} frames or fewer)")
     parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: 10, 100 and 300 light frames, four chains x 100, heavy 30, once")
+                        help="a smoke run: 10, 100 and 300 light frames, four chains x 50, heavy 10, once")
     args = parser.parse_args()
     light, figure = (10, 100, 3000), FIGURE_FRAMES
     if args.quick:
-        light, figure, args.frames_heavy, args.repeat = (10, 100, 300), 100, 30, 1
+        light, figure, args.frames_heavy, args.repeat = (10, 100, 300), 50, 10, 1
     if args.frames_heavy < 2:
         parser.error("need at least 2 heavy frames")
     if args.repeat < 1:
