@@ -16,11 +16,15 @@ from .chain import (AXES, ChainError, bone_path, evaluate_now, prepare, rotation
 from .report import compact_frames
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
-# What one frame of one chain costs while baking (samples, the solve's arrays, the key values and Blender's
-# own keys): 2.6 KB at peak, measured (200,000 frames of one quaternion chain, bpy 5.0), with a margin.
+# What one frame of one chain costs while baking, almost all of it Blender's own keys and their evaluated
+# copy: 1.8 KB at peak, measured (100,000 frames of one quaternion chain, bpy 5.0; the bake works in blocks,
+# see BLOCK_FRAMES), with a margin.
 # A bake larger than the budget is refused with its estimate.
 BYTES_PER_CHAIN_FRAME = 4096
 MEMORY_BUDGET = 2 << 30
+# Frames sampled, solved and converted at a time: the float64 arrays of a block stay a few MiB whatever the
+# range; only the keys' float32 values span it.
+BLOCK_FRAMES = 8192
 
 
 @dataclass
@@ -84,15 +88,14 @@ def _previous_values(armature, pose_bone, frame):
     return current, path
 
 
-def _check_samples(spec, frames, target, pole):
+def _invalid_samples(spec, target, pole):
+    """Which samples have a non-finite target (or pole) or a zero-scale up axis."""
     bad = ~np.isfinite(target).all(axis=(1, 2))
     if pole is not None:
         bad |= ~np.isfinite(pole).all(axis=1)
     column, _ = AXES[spec.up_axis]
     bad |= np.linalg.norm(target[:, :3, column], axis=-1) < 1e-12
-    if bad.any():
-        raise ChainError(f"The target (or pole) has an invalid transform or a zero-scale up axis at frames "
-                         f"{compact_frames(frames[bad], 60)}", spec.label)
+    return bad
 
 
 def _check_range(scene, frame_start, frame_end, step, chains):
@@ -148,7 +151,7 @@ def _check_frame(scene, frames):
     return int(np.argmin(np.abs(frames - current)))
 
 
-def _verify(scene, armature, solved, frames):
+def _verify(scene, armature, checks, frames):
     """The self-check: read back the pose Blender evaluates from the new keys at one baked frame and compare it
     with the solve. At the current frame only the armature was re-evaluated; another frame is set and
     set back."""
@@ -160,9 +163,9 @@ def _verify(scene, armature, solved, frames):
         if elsewhere:
             with runtime.paused():
                 scene.frame_set(frame)
-        for spec, chain, solve in solved:
+        for spec, chain, solution in checks:
             try:
-                verify_pose(chain, solve.solution, index)
+                verify_pose(chain, solution, 0)
             except ChainError as error:
                 raise ChainError(f"At frame {frame}: {error.message}".replace("nothing was changed",
                                                                               "the keys were put back as they were"),
@@ -179,6 +182,87 @@ def _show_keys(armature):
     armature.update_tag(refresh={"TIME"})
     with runtime.paused():
         bpy.context.view_layer.update()
+
+
+def _blocks(count):
+    return [slice(start, min(start + BLOCK_FRAMES, count)) for start in range(0, count, BLOCK_FRAMES)]
+
+
+def _bake_level(scene, armature, level, frames, check_index, depth, progress, baked):
+    """Sample, solve and convert one level of chains block by block. Returns the channels, their (F, channels)
+    float32 values, whether the sampling was direct, why not, and what the self-check needs.
+
+    Each block continues the one before exactly as one whole-range pass would: each bone's last channel
+    values are the next block's ``previous`` and each chain's last defined bend plane its
+    ``fallback_normal``. Invalid samples of every block are collected and refused before any key is written."""
+    count = len(frames)
+    moving = {index: "it hangs below a chain baked before it" for index in range(len(level))} if depth else None
+    layout, previous, width = [], [], 0  # per chain: per bone, (first column, channel count)
+    channels = []
+    for spec, chain in level:
+        columns = []
+        for pose_bone in chain.pose_bones:
+            before, path = _previous_values(armature, pose_bone, float(frames[0]))
+            size = rotations.channel_count(pose_bone.rotation_mode)
+            channels += [(path, index, pose_bone.name) for index in range(size)]
+            columns.append((width, size))
+            previous.append(before)
+            width += size
+        layout.append(columns)
+    values = np.empty((count, width), dtype=np.float32)
+    fallback = [None] * len(level)
+    unreachable = [[] for _ in level]
+    degenerate = [[] for _ in level]
+    bad = [[] for _ in level]
+    checks = [None] * len(level)
+    direct, reasons = True, []
+    for block in _blocks(count):
+        block_frames = frames[block]
+        report = None if progress is None else (
+            lambda done, _total, offset=block.start: progress(offset + done, count))
+        with runtime.paused():
+            samples = sampling.sample(scene, armature, level, block_frames, report, moving)
+        direct &= samples.direct
+        reasons += [reason for reason in samples.reasons if reason not in reasons]
+        for position, ((spec, chain), target, pole) in enumerate(zip(level, samples.targets, samples.poles)):
+            invalid = _invalid_samples(spec, target, pole)
+            if invalid.any():
+                bad[position].append(block_frames[invalid])
+        if any(bad):
+            continue  # refused below; the later blocks only add to the frames named
+        bone = 0
+        for position, ((spec, chain), target, pole, base) in enumerate(
+                zip(level, samples.targets, samples.poles, samples.bases)):
+            try:
+                solve = solve_chain(chain, base, target, spec, pole, fallback_normal=fallback[position],
+                                    sample_frames=block_frames)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
+            del target, pole, base
+            solution = solve.solution
+            defined = np.flatnonzero(~solution.degenerate)
+            if len(defined):
+                fallback[position] = solution.normal[defined[-1]].copy()
+            unreachable[position] += block_frames[~solution.reachable].tolist()
+            degenerate[position] += block_frames[solution.degenerate].tolist()
+            if block.start <= check_index < block.stop:
+                local = check_index - block.start
+                checks[position] = (spec, chain, type(solution)(*(field[local:local + 1] for field in solution)))
+            modes = [pose_bone.rotation_mode for pose_bone in chain.pose_bones]
+            converted = rotations.bones_to_channels(solve.rotations, modes, previous[bone:bone + len(modes)])
+            for bone_values, (column, size) in zip(converted, layout[position]):
+                values[block, column:column + size] = bone_values
+                previous[bone] = bone_values[-1].copy()
+                bone += 1
+            del solve, solution
+        del samples
+    for (spec, _), frames_bad in zip(level, bad):
+        if frames_bad:
+            raise ChainError(f"The target (or pole) has an invalid transform or a zero-scale up axis at frames "
+                             f"{compact_frames(np.concatenate(frames_bad), 60)}", spec.label)
+    for (spec, chain), lost, flat in zip(level, unreachable, degenerate):
+        baked.append(ChainBake(spec, chain.names, lost, flat))
+    return channels, values, direct, reasons, checks
 
 
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
@@ -221,38 +305,21 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     pose_before = [rotation_values(pose_bone) for pose_bone in bones]
     written = False
-    baked, direct, reasons, solved = [], True, [], []
+    baked, direct, reasons, checks = [], True, [], []
+    check_index = _check_frame(scene, frames)
     try:
         for depth, level in enumerate(levels):
-            moving = {index: "it hangs below a chain baked before it" for index in range(len(level))} if depth else None
-            with runtime.paused():
-                samples = sampling.sample(scene, armature, level, frames, progress, moving)
-            direct &= samples.direct
-            reasons += [reason for reason in samples.reasons if reason not in reasons]
-            solves = []
-            for (spec, chain), target, pole, base in zip(level, samples.targets, samples.poles, samples.bases):
-                _check_samples(spec, frames, target, pole)
-                try:
-                    solves.append(solve_chain(chain, base, target, spec, pole, sample_frames=frames))
-                except ChainError as error:
-                    raise error.for_chain(spec.label) from None
-
-            channels, values = [], []
-            for (spec, chain), solve in zip(level, solves):
-                for pose_bone, local in zip(chain.pose_bones, np.moveaxis(solve.rotations, 1, 0)):
-                    previous, path = _previous_values(armature, pose_bone, float(frames[0]))
-                    channel_values = rotations.matrices_to_channels(local, pose_bone.rotation_mode, previous)
-                    channels += [(path, index, pose_bone.name) for index in range(channel_values.shape[1])]
-                    values.append(channel_values)
-                solution = solve.solution
-                baked.append(ChainBake(spec, chain.names, frames[~solution.reachable].tolist(),
-                                       frames[solution.degenerate].tolist()))
-                solved.append((spec, chain, solve))
+            channels, values, level_direct, level_reasons, level_checks = _bake_level(
+                scene, armature, level, frames, check_index, depth, progress, baked)
+            direct &= level_direct
+            reasons += [reason for reason in level_reasons if reason not in reasons]
+            checks += level_checks
             written = True
-            keys.write_keys(armature, channels, frames.astype(np.float64), np.concatenate(values, axis=1),
-                            interpolation, replace=(frame_start, frame_end))
+            keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
+                            replace=(frame_start, frame_end))
+            del values
             _show_keys(armature)
-        _verify(scene, armature, solved, frames)
+        _verify(scene, armature, checks, frames)
     except ChainError:
         if written:
             keys.restore_channels(armature, snapshot)

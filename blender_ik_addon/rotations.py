@@ -25,27 +25,26 @@ def channel_count(mode):
 def matrix_to_quaternion(matrix):
     """(..., 3, 3) rotation matrices -> (..., 4) unit quaternions (w, x, y, z), w >= 0."""
     m = np.asarray(matrix, dtype=np.float64)
-    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    # Shepperd: build from the largest of (w, x, y, z) for accuracy everywhere.
-    candidates = np.stack([1.0 + trace,
-                           1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-                           1.0 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
-                           1.0 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]], -1)
-    best = np.argmax(candidates, -1)
-    q = np.empty(m.shape[:-2] + (4,))
-    s = np.sqrt(np.maximum(np.take_along_axis(candidates, best[..., None], -1)[..., 0], 1e-300)) * 2.0
-    yz, zy, zx, xz, xy, yx = (m[..., 1, 2], m[..., 2, 1], m[..., 2, 0], m[..., 0, 2], m[..., 0, 1], m[..., 1, 0])
-    options = [
-        (0.25 * s, (zy - yz) / s, (xz - zx) / s, (yx - xy) / s),
-        ((zy - yz) / s, 0.25 * s, (xy + yx) / s, (xz + zx) / s),
-        ((xz - zx) / s, (xy + yx) / s, 0.25 * s, (yz + zy) / s),
-        ((yx - xy) / s, (xz + zx) / s, (yz + zy) / s, 0.25 * s),
-    ]
-    for index, values in enumerate(options):
-        chosen = best == index
-        for axis in range(4):
-            q[..., axis] = np.where(chosen, values[axis], q[..., axis]) if index else values[axis]
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    # Shepperd: row b of this symmetric matrix is 4·q_b·q; take the row of the largest q_b² (its diagonal)
+    # for accuracy everywhere.
+    k = np.empty(m.shape[:-2] + (4, 4))
+    k[..., 0, 0] = 1.0 + m00 + m11 + m22
+    k[..., 1, 1] = 1.0 + m00 - m11 - m22
+    k[..., 2, 2] = 1.0 - m00 + m11 - m22
+    k[..., 3, 3] = 1.0 - m00 - m11 + m22
+    k[..., 0, 1] = k[..., 1, 0] = m21 - m12
+    k[..., 0, 2] = k[..., 2, 0] = m02 - m20
+    k[..., 0, 3] = k[..., 3, 0] = m10 - m01
+    k[..., 1, 2] = k[..., 2, 1] = m01 + m10
+    k[..., 1, 3] = k[..., 3, 1] = m02 + m20
+    k[..., 2, 3] = k[..., 3, 2] = m12 + m21
+    diagonal = np.diagonal(k, axis1=-2, axis2=-1)
+    best = np.argmax(diagonal, -1)[..., None]
+    q = np.take_along_axis(k, best[..., None], -2)[..., 0, :]
+    q /= np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
     return np.where(q[..., :1] < 0.0, -q, q)
 
 
@@ -90,14 +89,18 @@ def quaternion_to_axis_angle(q):
 
 
 def continuous_quaternions(q, previous=None):
-    """Flip signs so each quaternion is in the hemisphere of the one before (the first: of ``previous``)."""
+    """Flip signs so each quaternion is in the hemisphere of the one before (the first: of ``previous``).
+    ``q``: (F, ..., 4), continuous over F (the other axes are independent sequences, e.g. bones);
+    ``previous``: (..., 4) or None."""
     q = np.array(q, dtype=np.float64, copy=True)
     if len(q) == 0:
         return q
-    steps = np.einsum("ij,ij->i", q[1:], q[:-1])
-    first = 1.0 if previous is None or float(np.dot(q[0], previous)) >= 0.0 else -1.0
-    signs = np.cumprod(np.concatenate([[first], np.where(steps < 0.0, -1.0, 1.0)]))
-    return q * signs[:, None]
+    steps = np.einsum("...i,...i->...", q[1:], q[:-1])
+    first = np.ones(q.shape[1:-1])
+    if previous is not None:
+        first = np.where(np.einsum("...i,...i->...", q[0], np.asarray(previous, dtype=np.float64)) >= 0.0, 1.0, -1.0)
+    signs = np.cumprod(np.concatenate([first[None], np.where(steps < 0.0, -1.0, 1.0)]), axis=0)
+    return q * signs[..., None]
 
 
 def _wrapped_distance(a, b):
@@ -106,7 +109,8 @@ def _wrapped_distance(a, b):
 
 
 def continuous_eulers(matrices, order, previous=None):
-    """(F, 3, 3) -> (F, 3) Euler triples, each the solution nearest its predecessor (no ±2π jumps).
+    """(F, ..., 3, 3) -> (F, ..., 3) Euler triples, each the solution nearest its predecessor over F (no ±2π
+    jumps); the other axes are independent sequences.
 
     The first key is matched to ``previous`` when given (e.g. the bone's current rotation). Of the two
     equivalent triples per frame, the second is the first mapped by ``(x+π, π-y, z+π)``, which keeps
@@ -122,38 +126,77 @@ def continuous_eulers(matrices, order, previous=None):
     previous = np.asarray(previous, dtype=np.float64)
     start_second = _wrapped_distance(second[0], previous) < _wrapped_distance(first[0], previous)
     flips = _wrapped_distance(first[1:], second[:-1]) < _wrapped_distance(first[1:], first[:-1])
-    on_second = np.cumsum(np.concatenate([[start_second], flips])) % 2 == 1
-    chosen = np.where(on_second[:, None], second, first)
+    on_second = np.cumsum(np.concatenate([np.asarray(start_second)[None], flips]), axis=0) % 2 == 1
+    chosen = np.where(on_second[..., None], second, first)
     return np.unwrap(np.concatenate([previous[None], chosen]), axis=0)[1:]
 
 
 def matrices_to_channels(matrices, mode, previous=None):
-    """(F, 3, 3) rotations -> (F, channels) values for a bone's ``rotation_mode``, continuous over F.
+    """(F, ..., 3, 3) rotations -> (F, ..., channels) values for a bone's ``rotation_mode``, continuous over F.
 
-    ``previous`` is the channel value the first key should be continuous with (or None)."""
+    ``previous`` (..., channels) is the value the first key should be continuous with (or None)."""
     if mode in EULER_ORDERS:
         return continuous_eulers(matrices, mode, previous)
     if mode == "AXIS_ANGLE":
         previous_q = None
         if previous is not None:
-            half = 0.5 * previous[0]
-            previous_q = np.concatenate([[math.cos(half)], math.sin(half) * np.asarray(previous[1:])])
+            previous = np.asarray(previous, dtype=np.float64)
+            half = 0.5 * previous[..., :1]
+            previous_q = np.concatenate([np.cos(half), np.sin(half) * previous[..., 1:]], -1)
         return quaternion_to_axis_angle(continuous_quaternions(matrix_to_quaternion(matrices), previous_q))
     if mode == "QUATERNION":
         return continuous_quaternions(matrix_to_quaternion(matrices), previous)
     raise ValueError(f"unknown rotation mode {mode!r}")
 
 
-def _axis_rotation(axis, angle):
-    c, s = np.cos(angle), np.sin(angle)
-    one, zero = np.ones_like(angle), np.zeros_like(angle)
+def bones_to_channels(matrices, modes, previous):
+    """(F, B, 3, 3) rotations of B bones -> per bone, (F, channels) values in its rotation mode (``modes``),
+    continuous over F from its ``previous`` value. Bones of the same mode are converted in one call."""
+    converted = [None] * len(modes)
+    for mode in dict.fromkeys(modes):
+        group = [index for index, other in enumerate(modes) if other == mode]
+        values = matrices_to_channels(matrices[:, group], mode, np.stack([previous[index] for index in group]))
+        for column, index in enumerate(group):
+            converted[index] = values[:, column]
+    return converted
+
+
+# Closed forms, entry by entry: a few elementwise operations on (...,) arrays instead of stacking and
+# multiplying (..., 3, 3) arrays, which costs more than the arithmetic on the few frames of a short bake.
+# Entries that are 0 or 1 are the Python ints, so products skip them exactly (x·1 = x, x + 0 = x).
+
+def _axis_entries(axis, c, s):
     if axis == "X":
-        rows = [(one, zero, zero), (zero, c, -s), (zero, s, c)]
-    elif axis == "Y":
-        rows = [(c, zero, s), (zero, one, zero), (-s, zero, c)]
-    else:
-        rows = [(c, -s, zero), (s, c, zero), (zero, zero, one)]
-    return np.stack([np.stack(row, -1) for row in rows], -2)
+        return [[1, 0, 0], [0, c, -s], [0, s, c]]
+    if axis == "Y":
+        return [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+    return [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+
+
+def _product(a, b):
+    """a·b of 3×3 nested lists whose entries are arrays or the ints 0 and 1."""
+    result = []
+    for row in a:
+        entries = []
+        for column in range(3):
+            total = 0
+            for k in range(3):
+                x, y = row[k], b[k][column]
+                if isinstance(x, int) and x == 0 or isinstance(y, int) and y == 0:
+                    continue
+                term = y if isinstance(x, int) else x if isinstance(y, int) else x * y
+                total = term if isinstance(total, int) and total == 0 else total + term
+            entries.append(total)
+        result.append(entries)
+    return result
+
+
+def _fill(shape, entries):
+    out = np.empty(shape + (3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[..., i, j] = entries[i][j]
+    return out
 
 
 def euler_to_matrix(angles, order="XYZ"):
@@ -161,21 +204,22 @@ def euler_to_matrix(angles, order="XYZ"):
     angles = np.asarray(angles, dtype=np.float64)
     result = None
     for axis in order:
-        rotation = _axis_rotation(axis, angles[..., "XYZ".index(axis)])
-        result = rotation if result is None else rotation @ result
-    return result
+        angle = angles[..., "XYZ".index(axis)]
+        rotation = _axis_entries(axis, np.cos(angle), np.sin(angle))
+        result = rotation if result is None else _product(rotation, result)
+    return _fill(angles.shape[:-1], result)
 
 
 def quaternion_to_matrix(q):
     """(..., 4) quaternions (w, x, y, z), normalised first as Blender does -> (..., 3, 3)."""
     q = np.asarray(q, dtype=np.float64)
-    length = np.linalg.norm(q, axis=-1, keepdims=True)
+    length = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
     q = np.where(length > 0.0, q / np.where(length > 0.0, length, 1.0), [1.0, 0.0, 0.0, 0.0])
     w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
+    xx, yy, zz, xy, xz, yz, xw, yw, zw = x * x, y * y, z * z, x * y, x * z, y * z, x * w, y * w, z * w
+    return _fill(q.shape[:-1], [[1 - 2 * (yy + zz), 2 * (xy - zw), 2 * (xz + yw)],
+                                [2 * (xy + zw), 1 - 2 * (xx + zz), 2 * (yz - xw)],
+                                [2 * (xz - yw), 2 * (yz + xw), 1 - 2 * (xx + yy)]])
 
 
 def axis_angle_to_matrix(values):

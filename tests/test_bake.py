@@ -331,3 +331,76 @@ def test_bake_turns_live_off_and_pins_the_tip_bone(blender, capfd):
     obj.update_tag(refresh={"TIME"})
     bpy.context.scene.frame_set(10)
     assert tuple(obj.pose.bones["b1"].rotation_quaternion) == pytest.approx((1.0, 0.0, 0.0, 0.0))
+
+
+def all_rotation_keys(obj):
+    """Every key of the chain bones' rotation F-curves: {(data path, index): (K, 2) frame and value}."""
+    from blender_ik_addon import keys
+    found = {}
+    for curve in keys.object_fcurves(obj):
+        if curve.data_path.endswith(("rotation_quaternion", "rotation_euler", "rotation_axis_angle")):
+            co = np.empty(2 * len(curve.keyframe_points), dtype=np.float32)
+            curve.keyframe_points.foreach_get("co", co)
+            found[(curve.data_path, curve.array_index)] = co.reshape(-1, 2)
+    return found
+
+
+@pytest.mark.parametrize("path", ["direct", "per_frame"])
+@pytest.mark.parametrize("modes", [("QUATERNION",) * 3, ("XYZ", "AXIS_ANGLE", "ZXY")])
+def test_a_bake_in_blocks_keys_what_one_pass_keys(blender, monkeypatch, modes, path):
+    """Blocks of 7 frames, with undefined bend planes (frames 27-30) across a block boundary, give the keys,
+    the out-of-reach and undefined-plane frames of one pass over the range, and report progress over it."""
+    bpy = blender
+    from blender_ik_addon import bake
+    from blender_ik_addon.ops import bake_armature
+    obj, target = setup(bpy, modes=modes)
+    for frame in (27, 30):  # the wrist on the rest hinge axis (Follow Parent): no bend plane
+        target.location, target.rotation_euler = (0.0, 1.9, 0.0), (-math.pi / 2, 0.0, 0.0)
+        target.keyframe_insert("location", frame=frame)
+        target.keyframe_insert("rotation_euler", frame=frame)
+    target.location = (2.5, 0.0, 0.5)  # out of reach
+    target.keyframe_insert("location", frame=45)
+    if path == "per_frame":
+        target.constraints.new("LIMIT_SCALE")
+    from blender_ik_addon.chain import rotation_values, set_rotation
+    pose = {name: rotation_values(obj.pose.bones[name]) for name in ("b1", "b2", "b3")}
+    outcomes = []
+    for block in (bake.BLOCK_FRAMES, 7):
+        obj.animation_data_clear()
+        for name, values in pose.items():
+            set_rotation(obj.pose.bones[name], values)
+        monkeypatch.setattr(bake, "BLOCK_FRAMES", block)
+        calls = []
+        result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60,
+                               progress=lambda done, total: calls.append((done, total)))
+        assert result.direct == (path == "direct")
+        assert calls == ([] if path == "direct" else [(done, 60) for done in range(1, 61)])
+        outcomes.append((all_rotation_keys(obj), result.chains[0].unreachable, result.chains[0].degenerate))
+    (whole, unreachable, degenerate), (blocked, *lists) = outcomes
+    assert 28 in degenerate and 29 in degenerate and 45 in unreachable
+    assert lists == [unreachable, degenerate]
+    assert whole.keys() == blocked.keys() and len(whole) == sum(4 if m in ("QUATERNION", "AXIS_ANGLE") else 3
+                                                                for m in modes)
+    for channel, co in whole.items():
+        np.testing.assert_array_equal(blocked[channel], co)
+
+
+def test_invalid_frames_of_every_block_are_named_and_nothing_is_keyed(blender, monkeypatch):
+    bpy = blender
+    from blender_ik_addon import bake
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = setup(bpy)
+    for frame, flat in ((4, False), (5, True), (6, True), (7, False), (20, False), (21, True), (23, True),
+                        (24, False)):
+        target.scale = (1.0, 1.0, 0.0 if flat else 1.0)
+        target.keyframe_insert("scale", frame=frame)
+    from blender_ik_addon import keys
+    for curve in keys.object_fcurves(target):
+        if curve.data_path == "scale":
+            for key in curve.keyframe_points:
+                key.interpolation = "CONSTANT"
+    monkeypatch.setattr(bake, "BLOCK_FRAMES", 7)
+    with pytest.raises(ChainError, match=r"zero-scale up axis at frames 5-6, 21-23$"):
+        bake_armature(bpy.context.scene, obj, "ALL", 1, 30)
+    assert all_rotation_keys(obj) == {}
