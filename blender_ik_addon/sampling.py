@@ -18,7 +18,7 @@ import bpy
 import numpy as np
 
 from . import fcurves, keys, rotations
-from .chain import ChainError, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
+from .chain import ChainError, affine_inverse, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
 
 
 def _is_muted(fcurve):
@@ -139,24 +139,6 @@ def direct_world_matrices(obj, frames):
         parent_inverse = matrix_array(obj.matrix_parent_inverse)
         matrices = direct_world_matrices(obj.parent, frames) @ parent_inverse @ matrices
     return matrices
-
-
-def affine_inverse(matrices):
-    """(..., 4, 4) inverses of affine matrices (last row 0, 0, 0, 1), in closed form: the 3×3 part's adjugate
-    over its determinant. Many tiny ``np.linalg.inv`` calls cost more, and swing with BLAS threading."""
-    m = np.asarray(matrices, dtype=np.float64)
-    (a, b, c), (d, e, f), (g, h, i) = [[m[..., row, column] for column in range(3)] for row in range(3)]
-    adjugate = [[e * i - f * h, c * h - b * i, b * f - c * e],
-                [f * g - d * i, a * i - c * g, c * d - a * f],
-                [d * h - e * g, b * g - a * h, a * e - b * d]]
-    det = a * adjugate[0][0] + b * adjugate[1][0] + c * adjugate[2][0]
-    inverse = np.zeros(m.shape)
-    for row in range(3):
-        for column in range(3):
-            inverse[..., row, column] = adjugate[row][column] / det
-    inverse[..., :3, 3] = -np.einsum("...ij,...j->...i", inverse[..., :3, :3], m[..., :3, 3])
-    inverse[..., 3, 3] = 1.0
-    return inverse
 
 
 def base_reason(chain):
