@@ -327,6 +327,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                 set_rotation(pose_bone, values)
             _show_keys(armature)
         raise
+    finally:
+        keys.discard_snapshot(snapshot)
 
     return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began)
 

@@ -615,18 +615,23 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     count = len(base)
     single = count == 1
     ops = _ops.FLOAT if single else _ops.NUMPY
-    scales = _single_scale(base) if single else None
-    if scales is None:  # a batch, or a sample the quick check doubts: the full check names the culprit
+    # A base that is the same on every sample (nothing above the chain moves) is checked and made a rotation
+    # once, and enters the math as plain floats, which broadcast against the samples' arrays.
+    constant = single or base.strides[0] == 0 or bool((base == base[:1]).all())
+    scales = _single_scale(base[:1]) if constant else None
+    if scales is None:  # a varying base, or one the quick check doubts: the full check names the culprit
         scales = check_base(chain, base, sample_frames)
     if np.any(np.abs(scales - 1.0) > 1e-4):  # above float32 noise (Rigify: 1e-5)
         for name in chain.names[1:]:
             if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
                 raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
                                "Inherit Scale to Full, or unscale the parent")
-    rotation = _nearest_rotation(_columns(base[:, :3, :3] / scales[:, None, None], single))
-    scale_of = float(scales[0]) if single else scales
-    origin = _vectors(base[:, :3, 3], single)
-    lengths = np.outer(scales, chain.lengths)
+    if constant:
+        scales = scales[:1]
+    rotation = _nearest_rotation(_columns(base[:len(scales), :3, :3] / scales[:, None, None], constant))
+    scale_of = float(scales[0]) if constant else scales
+    origin = _vectors(base[:, :3, 3], constant)
+    lengths = np.outer(np.broadcast_to(scales, (count,)), chain.lengths)
     column, sign = AXES[spec.up_axis]
     up = scale(_vectors(target[:, :3, column], single), sign)
     end = _vectors(target[:, :3, 3], single)

@@ -366,19 +366,17 @@ def snapshot_channels(obj, data_paths):
     attributes, and which F-curves, groups, layers and strips exist."""
     anim_data = obj.animation_data
     action = anim_data.action if anim_data is not None else None
-    wanted = set(data_paths)
-    curves = {}
-    for fcurve in object_fcurves(obj):
-        if fcurve.data_path in wanted:
-            curves[(fcurve.data_path, fcurve.array_index)] = _read_keys(fcurve.keyframe_points, _KEY_ATTRIBUTES)
     return {
+        # The keys themselves are kept as a copy of the whole action, made in C: reading every attribute of
+        # every key would cost more than the bake, and a restore, which needs them, is rare.
+        "copy": action.copy() if action is not None else None,
+        "paths": set(data_paths),
         "had_animation_data": anim_data is not None,
         "action": action,
         "slot": anim_data.action_slot if _LAYERED and anim_data is not None else None,
         "slots": {slot.handle for slot in action.slots} if _LAYERED and action is not None else set(),
         "layers": len(action.layers) if _LAYERED and action is not None else 0,
         "strips": [len(layer.strips) for layer in action.layers] if _LAYERED and action is not None else [],
-        "curves": curves,
         "fcurves": {(fcurve.data_path, fcurve.array_index) for fcurve in object_fcurves(obj)},
         "groups": {group.name for group in _groups(obj)},
     }
@@ -401,6 +399,31 @@ def _remove_fcurve(obj, fcurve):
             return
 
 
+def _saved_fcurves(snapshot):
+    """The snapshot's copies of the F-curves of its paths, by (data path, index)."""
+    copy = snapshot["copy"]
+    if copy is None:
+        return {}
+    if _LAYERED:
+        slot = snapshot["slot"]
+        copied_slot = next((s for s in copy.slots if slot is not None and s.identifier == slot.identifier), None)
+        if copied_slot is None:
+            return {}
+        fcurves = [fcurve for layer in copy.layers for strip in layer.strips
+                   for bag in [strip.channelbag(copied_slot)] if bag is not None for fcurve in bag.fcurves]
+    else:
+        fcurves = list(copy.fcurves)
+    return {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in fcurves
+            if fcurve.data_path in snapshot["paths"]}
+
+
+def discard_snapshot(snapshot):
+    """Remove the snapshot's copy of the action (once the change it guards is kept, or undone)."""
+    copy = snapshot.pop("copy", None)
+    if copy is not None:
+        bpy.data.actions.remove(copy)
+
+
 def restore_channels(obj, snapshot):
     """Put ``obj``'s animation back as :func:`snapshot_channels` saw it: the keys of the F-curves that
     existed, byte for byte; the F-curves, groups, slot, layer, strip and action created since removed."""
@@ -408,10 +431,11 @@ def restore_channels(obj, snapshot):
     if anim_data is None:
         return
     action = anim_data.action
+    saved_fcurves = _saved_fcurves(snapshot)
     for fcurve in object_fcurves(obj):
         key = (fcurve.data_path, fcurve.array_index)
-        if key in snapshot["curves"]:
-            saved = snapshot["curves"][key]
+        if key in saved_fcurves:
+            saved = _read_keys(saved_fcurves[key].keyframe_points, _KEY_ATTRIBUTES)
             keyframe_points = fcurve.keyframe_points
             keyframe_points.clear()
             keyframe_points.add(len(saved["co"]))
