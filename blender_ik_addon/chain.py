@@ -11,6 +11,7 @@ Bone rotations map each bone's rest frame (its link direction, and the rest bend
 its solved frame (solved direction, solved normal): each bone keeps its roll relative to the bend
 plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
 """
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -288,18 +289,24 @@ def read_chain(armature, tip_name, now=True):
         raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "
                          "Pose Position (Armature properties > Pose Position)")
     if now:
-        world = matrix_array(armature.matrix_world)[None]
-        if _single_scale(world) is None:
-            uniform_scale(world[:, :3, :3], f"Armature '{armature.name}'",
-                          "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+        check_armature_scale(armature)
     key = (armature.as_pointer(), names)
     signature = _signature(armature, names)
     cached = _read_chains.get(key)
     if cached is not None and cached[0] == signature:
-        return cached[1]
+        # The same geometry; the object is this one (a removed armature's memory may have been reused).
+        return dataclasses.replace(cached[1], armature=armature)
     chain = _read_chain(armature, names)
     _read_chains[key] = (signature, chain)
     return chain
+
+
+def check_armature_scale(armature):
+    """Refuse an armature whose scale is zero, non-uniform or sheared (as last evaluated)."""
+    world = matrix_array(armature.matrix_world)[None]
+    if _single_scale(world) is None:
+        uniform_scale(world[:, :3, :3], f"Armature '{armature.name}'",
+                      "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
 
 
 def _signature(armature, names):
