@@ -391,15 +391,19 @@ def bake_file(path, output, args):
     from blender_ik_addon import ops, props
     from blender_ik_addon.chain import ChainError
 
-    # Inside Blender the file given to `-b` is open already (and anything run before this script has acted on it).
-    if not (bpy.data.filepath and same_file(bpy.data.filepath, path)):
-        try:
-            with blender_quiet():
-                bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path))
-        except RuntimeError as error:
-            raise UserError(f"{path}: cannot open: {blender_message(error)}") from None
+    # Registered before the file is read: Blender drops a library override's changes to properties it does not
+    # know while it loads the file (an overridden character's chain targets would revert to the library's).
     must_unregister = _register_addon(bpy, blender_ik_addon)
     try:
+        # Inside Blender the file given to `-b` is open already (and anything run before this script has acted
+        # on it), unless the add-on was not enabled when it was read and the file has overrides: read it again.
+        already_open = bpy.data.filepath and same_file(bpy.data.filepath, path)
+        if not already_open or (must_unregister and any(obj.override_library for obj in bpy.data.objects)):
+            try:
+                with blender_quiet():
+                    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path))
+            except RuntimeError as error:
+                raise UserError(f"{path}: cannot open: {blender_message(error)}") from None
         check_interrupted()
         _pause_for_tests("bake")
         scene = bpy.context.scene
