@@ -105,15 +105,18 @@ def solve_live(armature, scene, force=False):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
     never raise. Returns how many chains were posed."""
     errors, read = {}, []
+    duplicate = props.duplicate_name(armature)
     for chain_settings in _live_chains(armature):
         spec = props.chain_spec(chain_settings)
         key = (armature.name, spec.label)
+        if spec.label == duplicate:  # names key Live's state: two chains of one name would overwrite each other
+            errors[spec] = f"Two chains are named '{duplicate}': rename one"
+            continue
         inputs = _inputs(armature, spec, scene)
         last = _last_inputs.get(key)
         if not force and last == inputs:
             continue
-        if native_rig.is_built(armature, spec.label) and not all(
-                constraint.mute for _, constraint in native_rig.rig_constraints(armature, spec.label)):
+        if native_rig.is_active(armature, props.rig_key(chain_settings)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
             continue
         validated = not force and last is not None and last[0] == inputs[0] and key in _validated

@@ -94,9 +94,22 @@ def rig_constraints(armature, chain_name):
     for bone_name, constraint_name in entry["constraints"]:
         pose_bone = armature.pose.bones.get(bone_name)
         constraint = pose_bone.constraints.get(constraint_name) if pose_bone else None
-        if constraint is not None:
-            found.append((pose_bone, constraint))
-    return found
+        if constraint is None:
+            break
+        found.append((pose_bone, constraint))
+    else:
+        return found
+    # A chain bone was renamed since the build (Blender renames bones in constraints, not in the record):
+    # the rig's constraints are those of its names that follow its helper bones.
+    helpers, names = set(entry["bones"]), {name for _, name in entry["constraints"]}
+    return [(pose_bone, constraint) for pose_bone in armature.pose.bones for constraint in pose_bone.constraints
+            if constraint.name in names and getattr(constraint, "subtarget", "") in helpers
+            and getattr(constraint, "target", None) == armature]
+
+
+def is_active(armature, chain_name):
+    """The chain has a rig, and it drives the chain's bones (not muted after a bake)."""
+    return is_built(armature, chain_name) and not all(c.mute for _, c in rig_constraints(armature, chain_name))
 
 
 def set_muted(armature, chain_name, muted):
@@ -426,13 +439,15 @@ def remove(armature, chain_name):
     # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
     # driver paths, not in the record.
     helper_paths = tuple(bone_path(name, "") for name in doomed)
-    for pose_bone, constraint in rig_constraints(armature, chain_name):
-        pose_bone.constraints.remove(constraint)
+    constraints = {(pose_bone.name, constraint.name): (pose_bone, constraint)
+                   for pose_bone, constraint in rig_constraints(armature, chain_name)}
     for pose_bone in armature.pose.bones:
-        for constraint in list(pose_bone.constraints):
+        for constraint in pose_bone.constraints:
             if (constraint.name.startswith(PREFIX) and getattr(constraint, "target", None) == armature
                     and getattr(constraint, "subtarget", "") in doomed):
-                pose_bone.constraints.remove(constraint)
+                constraints[(pose_bone.name, constraint.name)] = (pose_bone, constraint)
+    for pose_bone, constraint in constraints.values():
+        pose_bone.constraints.remove(constraint)
     animation = armature.animation_data
     if animation is not None:
         for data_path, index in entry["drivers"]:

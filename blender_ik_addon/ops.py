@@ -45,6 +45,10 @@ class _ArmatureOperator:
 
 
 def _chain_settings(armature, which):
+    duplicate = props.duplicate_name(armature)
+    if duplicate is not None:
+        raise ChainError(f"Two chains of armature '{armature.name}' are named '{duplicate}': rename one (a chain's "
+                         "name keys its rig, its Live state and its read-out)")
     chosen = props.selected_chains(armature, which)
     if not chosen:
         if which == "ACTIVE" or not len(armature.blender_ik.chains):
@@ -264,6 +268,7 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
             raise ChainError("There is no chain to remove")
         name = chain_settings.name
         chain_settings.live = False  # stop following before the settings go
+        native_rig.remove(armature, props.rig_key(chain_settings))  # no rig left that nothing can remove
         settings.chains.remove(settings.chains.values().index(chain_settings))
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
         self.report({"INFO"}, f"Removed chain '{name}'")
@@ -464,17 +469,17 @@ def rig_signature(armature, chain_settings):
 def rig_state(armature, chain_settings):
     """'NONE', 'BUILT', 'MUTED' (after a bake: the keys drive the chain) or 'STALE' (a setting or the rest
     pose changed since it was built)."""
-    name = chain_settings.name or chain_settings.tip_bone
+    name = props.rig_key(chain_settings)
     if not native_rig.is_built(armature, name):
         return "NONE"
-    if all(constraint.mute for _, constraint in native_rig.rig_constraints(armature, name)):
+    if not native_rig.is_active(armature, name):
         return "MUTED"
     return "BUILT" if chain_settings.rig_signature == rig_signature(armature, chain_settings) else "STALE"
 
 
 def _built_settings(armature, chosen):
     return [chain_settings for chain_settings in chosen
-            if native_rig.is_built(armature, chain_settings.name or chain_settings.tip_bone)]
+            if native_rig.is_built(armature, props.rig_key(chain_settings))]
 
 
 class _MutedRigs:
@@ -483,7 +488,7 @@ class _MutedRigs:
 
     def __init__(self, armature, chosen):
         self.armature = armature
-        self.names = [c.name or c.tip_bone for c in _built_settings(armature, chosen)]
+        self.names = [props.rig_key(c) for c in _built_settings(armature, chosen)]
         self.muted = {}
         self.keep = False
 
@@ -523,11 +528,13 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
             levels = prepare(armature, specs)  # every refusal of the solve applies before anything is built
         read = {spec: chain for level in levels for spec, chain in level}
         for chain_settings, spec in zip(chosen, specs):
-            native_rig.remove(armature, spec.label)
+            native_rig.remove(armature, props.rig_key(chain_settings))
+            chain_settings.rig_name = ""
             try:
                 native_rig.build(armature, read[spec], spec)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
+            chain_settings.rig_name = spec.label
             chain_settings.rig_signature = rig_signature(armature, chain_settings)
             chain_settings.live = False  # the rig follows the target now
         evaluate_now()
@@ -550,8 +557,8 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
         if not chosen:
             raise ChainError("None of these chains has a built rig")
         for chain_settings in chosen:
-            native_rig.remove(armature, chain_settings.name or chain_settings.tip_bone)
-            chain_settings.rig_signature = ""
+            native_rig.remove(armature, props.rig_key(chain_settings))
+            chain_settings.rig_signature = chain_settings.rig_name = ""
         self.report({"INFO"}, f"Removed the rig of {', '.join(c.name for c in chosen)}")
         return {"FINISHED"}
 

@@ -91,6 +91,9 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
                        description="Re-solve this chain whenever its target, pole, armature or the frame changes")
     rig_signature: StringProperty(options={"HIDDEN"}, override=_OVERRIDABLE,
                                   description="What the chain's built rig encodes, to tell when it is out of date")
+    rig_name: StringProperty(options={"HIDDEN"}, override=_OVERRIDABLE,
+                             description="The key of the chain's built rig: its name when it was built, so that "
+                                         "renaming the chain does not lose its rig")
 
 
 def _active(settings):
@@ -155,6 +158,23 @@ def chain_spec(chain_settings):
     """The plain description of one chain's settings (the one place settings are read)."""
     values = {field: getattr(chain_settings, field) for field in SPEC_FIELDS}
     return ChainSpec(name=chain_settings.name or chain_settings.tip_bone, **values)
+
+
+def rig_key(chain_settings):
+    """The key of the chain's built rig in native_rig's record (or the key its rig would get)."""
+    return chain_settings.rig_name or chain_settings.name or chain_settings.tip_bone
+
+
+def duplicate_name(armature):
+    """A chain name two of the armature's chains share, or None. Names key each chain's rig, Live state and
+    read-out, so they must be unique."""
+    seen = set()
+    for chain_settings in armature.blender_ik.chains:
+        name = chain_settings.name or chain_settings.tip_bone
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def selected_chains(armature, which="ALL"):
