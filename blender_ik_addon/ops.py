@@ -230,7 +230,7 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
     def run(self, context, armature):
         evaluate_now()
         chain_settings = armature.blender_ik.active_chain
-        names = read_chain(armature, chain_settings.tip_bone if chain_settings else "").names
+        names = _read_own_chain(armature, chain_settings).names
         if chain_settings is None:
             chain_settings = _add_chain(armature, names[2])
         empty = _new_target(context, armature, names[2], chain_settings.up_axis, chain_settings.roll_axis)
@@ -357,7 +357,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
         source = armature.blender_ik.active_chain
         if source is None:
             raise ChainError("There is no chain to mirror")
-        names = read_chain(armature, source.tip_bone).names
+        names = _read_own_chain(armature, source).names
         tip = bpy.utils.flip_name(names[2])
         if tip == names[2]:
             raise ChainError(f"Bone '{names[2]}' has no side in its name (.L/.R, _L/_R, Left/Right...), so it has "
@@ -400,6 +400,18 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _movable_pole(armature, chain_settings, pole):
+    """Whether Place Pole may move the chain's pole object rather than make a new one: a local object
+    (a linked one would lose the move on reload), not a bone, and no chain's target nor another chain's pole
+    (moving it would move what they reach for)."""
+    if pole is None or chain_settings.pole_bone or pole == armature or pole.library is not None:
+        return False
+    for other in armature.blender_ik.chains:
+        if other.target == pole or (other != chain_settings and other.pole == pole):
+            return False
+    return True
+
+
 def pole_offset(chain, heads, length):
     """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
     from the base→wrist line to about the chain's length (for a straight chain, toward the side the rest
@@ -429,14 +441,14 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         chain_settings = armature.blender_ik.active_chain
         if chain_settings is None:
             raise ChainError("There is no chain to place a pole for")
-        chain = read_chain(armature, chain_settings.tip_bone)
+        chain = _read_own_chain(armature, chain_settings)
         heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
         world = np.array(armature.matrix_world)
         length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
         pole_point = heads[0] + pole_offset(chain, heads, length)
         matrix = Matrix.Translation(tuple(world[:3, :3] @ pole_point + world[:3, 3]))
         pole = chain_settings.pole
-        if pole is None or chain_settings.pole_bone or pole == armature:
+        if not _movable_pole(armature, chain_settings, pole):
             size = length * armature.matrix_world.median_scale * 0.1
             pole = new_empty(context, f"{chain.names[2]}_pole", matrix, size, "SPHERE")
         else:  # move the existing pole object, keeping its rotation and scale
@@ -504,6 +516,13 @@ class _MutedRigs:
                 for (_, constraint), mute in zip(native_rig.rig_constraints(self.armature, name), states):
                     constraint.mute = mute
         return False
+
+
+def _read_own_chain(armature, chain_settings):
+    """Read and validate a chain of the list (or, with none, the active bone's), its own built rig aside: the
+    rig's constraints are the add-on's, not one of the constraints the solve refuses."""
+    with _MutedRigs(armature, [chain_settings] if chain_settings is not None else []):
+        return read_chain(armature, chain_settings.tip_bone if chain_settings is not None else "")
 
 
 class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
