@@ -212,9 +212,20 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
         if kept:
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
         keyframe_points.foreach_set(attribute, inserted.ravel())
-    # Recalculates the automatic handles of the new keys and their neighbours (already sorted). Not
-    # fcurve.update(): it also merges keys closer than 0.01 frames, deleting a kept key next to the range.
+    # Recalculates the automatic handles of the new keys (already sorted). Not fcurve.update(): it also
+    # merges keys closer than 0.01 frames, deleting a kept key next to the range.
     keyframe_points.handles_recalc()
+    if kept:
+        # The recalculation moves the automatic handles of the kept keys next to the range too, which would
+        # change how the animation outside the range plays: those keys get their own handles back.
+        start = int(before.sum())
+        for attribute in ("handle_left", "handle_right"):
+            handles = np.empty((kept + count) * 2, dtype=np.float32)
+            keyframe_points.foreach_get(attribute, handles)
+            handles = handles.reshape(-1, 2)
+            handles[:start] = old[attribute][before]
+            handles[start + count:] = old[attribute][after]
+            keyframe_points.foreach_set(attribute, handles.ravel())
 
 
 def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=None):

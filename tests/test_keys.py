@@ -303,9 +303,10 @@ def every_attribute(fcurve):
 @pytest.mark.parametrize("kept", [False, True], ids=["alone", "between kept keys"])
 @pytest.mark.parametrize("interpolation", ["LINEAR", "BEZIER", "CONSTANT"])
 def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kept):
-    """write_keys gives every key, its handles included, bit for bit what keyframe_insert gives (then the
+    """write_keys gives every new key, its handles included, bit for bit what keyframe_insert gives (then the
     interpolation set on each new key, as a user would: keyframe_insert from Python ignores the preference for
-    it); old keys on both sides have their handles recalculated alike."""
+    it); the old keys on both sides stay exactly as they were, handles included (keyframe_insert would move
+    their automatic handles, and with them the animation outside the range)."""
     rng = np.random.default_rng(5)
     frames = np.array([3.0, 4.0, 5.0, 7.0, 8.0, 12.0, 13.0, 14.0, 20.0])
     values = rng.normal(size=(len(frames), 3))
@@ -323,13 +324,18 @@ def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kep
         for index in range(3):
             key = next(k for k in keys.find_fcurve(one_by_one, "location", index).keyframe_points if k.co[0] == frame)
             key.interpolation = interpolation
+    outside = [[key for key in every_attribute(keys.find_fcurve(bulk, "location", index))
+                if not frames[0] <= key["co"][0] <= frames[-1]] for index in range(3)]
     keys.write_keys(bulk, [("location", index, "") for index in range(3)], frames, values, interpolation,
                     replace=(frames[0], frames[-1]))
 
     for index in range(3):
-        expected = every_attribute(keys.find_fcurve(one_by_one, "location", index))
-        assert len(expected) == len(frames) + (len(old) if kept else 0)
-        assert every_attribute(keys.find_fcurve(bulk, "location", index)) == expected
+        inserted = every_attribute(keys.find_fcurve(one_by_one, "location", index))
+        written = every_attribute(keys.find_fcurve(bulk, "location", index))
+        assert len(written) == len(inserted) == len(frames) + (len(old) if kept else 0)
+        inside_range = [key for key in written if frames[0] <= key["co"][0] <= frames[-1]]
+        assert inside_range == [key for key in inserted if frames[0] <= key["co"][0] <= frames[-1]]
+        assert [key for key in written if not frames[0] <= key["co"][0] <= frames[-1]] == outside[index]
 
 
 def test_float32_values_key_the_same_as_float64(empty_file):
