@@ -64,8 +64,14 @@ def _number(value):
 
 
 def _record(armature):
+    """What each chain's rig added; empty when there is none, or when someone damaged the property (nothing
+    can be trusted in it then, and drawing the panel must not fail over it)."""
     text = armature.get(RECORD)
-    return json.loads(text) if isinstance(text, str) else {}
+    try:
+        record = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _write_record(armature, record):
@@ -110,6 +116,22 @@ def rig_constraints(armature, chain_name):
 def is_active(armature, chain_name):
     """The chain has a rig, and it drives the chain's bones (not muted after a bake)."""
     return is_built(armature, chain_name) and not all(c.mute for _, c in rig_constraints(armature, chain_name))
+
+
+def goals(armature, chain_name):
+    """What the built rig follows, as its constraints point at it: ((target, bone), (pole, bone)); the pole is
+    (None, "") unless its bend plane goes through one. Objects, not names: a renamed goal is still followed."""
+    entry = _record(armature).get(chain_name)
+    bones = armature.pose.bones
+    found = []
+    for role, constraint_role in (("target", "target location"), ("aim", "bend plane")):
+        name = next((bone for bone in (entry or {}).get("bones", ()) if bone.endswith(f"-{role}")), None)
+        constraint = bones[name].constraints.get(f"{PREFIX} {constraint_role}") if name in bones else None
+        target = getattr(constraint, "target", None)
+        if role == "aim" and target == armature:  # the plane follows the rig's own helpers, not a pole
+            target = None
+        found.append((target, getattr(constraint, "subtarget", "") if target is not None else ""))
+    return tuple(found)
 
 
 def set_muted(armature, chain_name, muted):

@@ -44,11 +44,15 @@ class _ArmatureOperator:
             return {"CANCELLED"}
 
 
-def _chain_settings(armature, which):
+def _check_unique_names(armature):
     duplicate = props.duplicate_name(armature)
     if duplicate is not None:
         raise ChainError(f"Two chains of armature '{armature.name}' are named '{duplicate}': rename one (a chain's "
                          "name keys its rig, its Live state and its read-out)")
+
+
+def _chain_settings(armature, which):
+    _check_unique_names(armature)
     chosen = props.selected_chains(armature, which)
     if not chosen:
         if which == "ACTIVE" or not len(armature.blender_ik.chains):
@@ -205,8 +209,8 @@ def _check_free(armature, names, label, ignore=None):
             continue
         shared = next((name for name in names if name in other), None)
         if shared is not None:
-            raise ChainError(f"Chain '{chain_settings.name}' already has bone '{shared}'; a bone can belong to "
-                             "one chain only", label)
+            raise ChainError(f"Bone '{shared}' already belongs to chain '{chain_settings.name}'; a bone can belong "
+                             "to one chain only", label)
 
 
 def _add_chain(armature, tip_name, **values):
@@ -345,6 +349,21 @@ def _mirror_matrix(armature, matrix, up_axis, roll_axis):
     return Matrix(mirrored.tolist())
 
 
+def _mirror_parent(source, mirrored, matrix):
+    """Hang the mirrored goal where the source hangs: from the other side's counterpart of its parent (object,
+    or bone) when there is one, else from the same parent; it stays where it was put."""
+    parent = source.parent
+    if parent is None:
+        return
+    mirrored.parent = bpy.data.objects.get(bpy.utils.flip_name(parent.name), parent)
+    mirrored.parent_type = source.parent_type
+    if source.parent_type == "BONE":
+        flipped = bpy.utils.flip_name(source.parent_bone)
+        bones = mirrored.parent.data.bones if mirrored.parent.type == "ARMATURE" else {}
+        mirrored.parent_bone = flipped if flipped in bones else source.parent_bone
+    mirrored.matrix_world = matrix
+
+
 class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
     """Add the mirror image of the active chain on the other side (.L/.R, _L/_R, Left/Right), with mirrored
     target and pole Empties and the same settings"""
@@ -390,6 +409,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
                                     source.roll_axis if role == "target" else "NONE")
             mirrored = new_empty(context, name, matrix, goal.empty_display_size if goal.type == "EMPTY" else 0.1,
                                  goal.empty_display_type if goal.type == "EMPTY" else "PLAIN_AXES")
+            _mirror_parent(goal, mirrored, matrix)
             goals[role] = mirrored
         chain_settings = _add_chain(armature, tip, **values)
         for role, goal in goals.items():
@@ -473,9 +493,9 @@ def rig_signature(armature, chain_settings):
                   round(armature.data.bones[name].length, 5)) for name in names]
     except ChainError:
         pass
-    goals = [(obj.name if obj is not None else "", bone) for obj, bone in
-             ((spec.target, spec.target_bone), (spec.pole, spec.pole_bone))]
-    return repr((spec.tip_bone, goals, spec.up_axis, spec.plane, spec.bend, spec.roll_axis, bones))
+    # The goals are not in it: the rig follows objects, not names (see rig_state).
+    return repr((spec.tip_bone, spec.target_bone, spec.pole_bone, spec.up_axis, spec.plane, spec.bend,
+                 spec.roll_axis, bones))
 
 
 def rig_state(armature, chain_settings):
@@ -486,7 +506,10 @@ def rig_state(armature, chain_settings):
         return "NONE"
     if not native_rig.is_active(armature, name):
         return "MUTED"
-    return "BUILT" if chain_settings.rig_signature == rig_signature(armature, chain_settings) else "STALE"
+    pole = (chain_settings.pole, chain_settings.pole_bone) if chain_settings.plane == "POLE" else (None, "")
+    same_goals = native_rig.goals(armature, name) == ((chain_settings.target, chain_settings.target_bone), pole)
+    current = chain_settings.rig_signature == rig_signature(armature, chain_settings)
+    return "BUILT" if current and same_goals else "STALE"
 
 
 def _built_settings(armature, chosen):
@@ -586,7 +609,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
              progress=None, names=None, specs=None, allow_shared=False):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
     ``specs``: chains described directly instead of the settings), then update the settings: pin empty tip
-    bones and turn Live off on the baked chains (the keys drive them now). Returns ``(result, live_off)``.
+    bones and turn Live off on the baked chains (the keys drive them now). Returns the bake.BakeResult.
     The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
     IDs play too (see :func:`bake.bake_chains`)."""
     props.migrate_legacy(armature)
@@ -595,8 +618,10 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     end = end if frame_end is None else frame_end
     chosen = []
     if specs is None:
-        chosen = _chain_settings(armature, which)
-        if names:
+        if not names:
+            chosen = _chain_settings(armature, which)
+        else:  # named chains are baked whether or not they are enabled: they were asked for
+            _check_unique_names(armature)
             by_name = {chain_settings.name: chain_settings for chain_settings in armature.blender_ik.chains}
             missing = [name for name in names if name not in by_name]
             if missing:

@@ -51,6 +51,12 @@ def test_built_rigs_follow_their_targets_without_the_solver(blender):
     with pytest.raises(RuntimeError, match="has a built rig, which solves by itself"):
         bpy.ops.blender_ik.solve(chains="ACTIVE")
     # A setting the rig encodes changed: the chain shows that its rig is out of date; Build Rig rebuilds it.
+    foot = obj.blender_ik.chains["foot.L"]
+    foot.target = targets["foot.R"]  # another object: the rig still follows the old one
+    assert rig_state(obj, foot) == "STALE"
+    foot.target = targets["foot.L"]
+    targets["foot.L"].name = "renamed"  # the same object: the rig follows it whatever its name
+    assert rig_state(obj, foot) == "BUILT"
     obj.blender_ik.chains["hand.L"].up_axis = "Y"
     assert rig_state(obj, obj.blender_ik.chains["hand.L"]) == "STALE"
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}

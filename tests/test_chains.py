@@ -279,7 +279,7 @@ def test_chains_sharing_a_bone_are_refused_naming_both(blender):
         assert pose_snapshot(obj) == before and obj.animation_data is None
     # Adding a chain over bones another chain has is refused when it is added, too.
     obj.data.bones.active = obj.data.bones["forearm.R"]
-    with pytest.raises(RuntimeError, match="Chain 'hand.R' already has bone"):
+    with pytest.raises(RuntimeError, match="Bone 'upper_arm.R' already belongs to chain 'hand.R'"):
         bpy.ops.blender_ik.chain_add()
     assert len(obj.blender_ik.chains) == 5
 
@@ -351,7 +351,7 @@ def test_mirror_chain_makes_the_other_side(blender):
         left = np.array(to_local @ (obj.matrix_world @ obj.pose.bones[name].tail))
         right = np.array(to_local @ (obj.matrix_world @ obj.pose.bones[name.replace(".L", ".R")].tail))
         assert np.allclose(flip @ left, right, atol=1e-5), name
-    with pytest.raises(RuntimeError, match="already has bone"):  # mirroring again would share its bones
+    with pytest.raises(RuntimeError, match="already belongs to chain"):  # mirroring again would share its bones
         obj.blender_ik.active_chain_index = 0
         bpy.ops.blender_ik.chain_mirror()
 
