@@ -111,6 +111,14 @@ def select_tips(bpy, obj, tips):
     bpy.ops.object.mode_set(mode="OBJECT")
 
 
+def body_with_chains(bpy, tips=("hand.L", "foot.L")):
+    """The body with a chain and a target Empty per tip, set up with Chains from Selected."""
+    obj = build_body(bpy)
+    select_tips(bpy, obj, list(tips))
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    return obj
+
+
 def four_limbs(bpy, how):
     """The body with a chain and a target Empty per limb, set up through the Python API or Chains from Selected."""
     obj = build_body(bpy)

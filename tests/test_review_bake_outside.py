@@ -6,16 +6,13 @@ range 10-30). Expected to FAIL on the reviewed code."""
 import bpy  # noqa: F401
 import numpy as np
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 def test_review_animation_outside_the_baked_range_plays_as_before(blender):
     bpy = blender
     from blender_ik_addon import keys
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     forearm = obj.pose.bones["forearm.L"]
     for frame, rotation in ((1, (1.0, 0.0, 0.0, 0.0)), (5, (0.95, 0.3, 0.0, 0.0)), (20, (0.9, 0.3, 0.1, 0.0)),
                             (40, (0.8, 0.1, 0.5, 0.2))):

@@ -6,14 +6,11 @@ import bpy  # noqa: F401  (mathutils comes with bpy)
 import numpy as np
 import pytest
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 def built_arm(bpy):
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     return obj
 

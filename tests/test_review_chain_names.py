@@ -7,14 +7,8 @@ import numpy as np
 import bpy  # noqa: F401  (mathutils comes with bpy)
 from mathutils import Vector
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
-
-def body_with_chains(bpy, tips=("hand.L", "foot.L")):
-    obj = build_body(bpy)
-    select_tips(bpy, obj, tips)
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
-    return obj
 
 
 def tip_miss(bpy, obj, tip, goal):

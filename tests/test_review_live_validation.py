@@ -8,16 +8,13 @@ import pytest
 from mathutils import Vector
 
 from rigs import readout
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 @pytest.mark.parametrize("scale", [(1.3, 1.3, 1.6), (0.0, 0.0, 0.0)])
 def test_review_live_refuses_a_non_uniformly_scaled_armature_as_solve_does(blender, scale):
     bpy = blender
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     chain_settings = obj.blender_ik.chains[0]
     chain_settings.live = True
     chain_settings.target.location += Vector((0.0, -0.02, 0.02))

@@ -6,15 +6,12 @@ import bpy  # noqa: F401  (mathutils comes with bpy)
 import numpy as np
 from mathutils import Vector
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 def test_review_mirrored_target_keeps_the_parent_of_the_source_target(blender):
     bpy = blender
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     left = bpy.data.objects["hand.L_target"]
     root = bpy.data.objects.new("root_ctrl", None)
     bpy.context.scene.collection.objects.link(root)

@@ -4,15 +4,7 @@ import types
 import bpy  # noqa: F401
 import pytest
 
-from test_chains import build_body, select_tips
-
-
-def body(bpy, tips=("hand.L", "foot.L")):
-    obj = build_body(bpy)
-    select_tips(bpy, obj, list(tips))
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
-    return obj
+from test_chains import body_with_chains
 
 
 def test_review_bake_named_chains_does_not_depend_on_other_chains_being_enabled(blender):
@@ -21,7 +13,7 @@ def test_review_bake_named_chains_does_not_depend_on_other_chains_being_enabled(
     (ops.bake_armature calls _chain_settings(armature, which) before looking at names)."""
     bpy = blender
     from blender_ik_addon.ops import bake_armature
-    obj = body(bpy)
+    obj = body_with_chains(bpy)
     chains = obj.blender_ik.chains
     chains["foot.L"].enabled = False
     assert bake_armature(bpy.context.scene, obj, names=["foot.L"], frame_start=1, frame_end=3).chains
@@ -43,7 +35,7 @@ def test_review_panel_draws_with_a_damaged_rig_record(blender, record):
     draw, the list's rows (ops.rig_state) and every operator raise."""
     bpy = blender
     from blender_ik_addon import ui
-    obj = body(bpy, ("hand.L",))
+    obj = body_with_chains(bpy, ("hand.L",))
     obj["blender_ik_rig"] = record
     context = bpy.context
     ui.VIEW3D_PT_blender_ik.draw(types.SimpleNamespace(layout=_Layout()), context)
@@ -62,7 +54,7 @@ def test_review_renaming_the_target_or_armature_does_not_make_the_rig_out_of_dat
     (Renaming the armature is fine: it passes.)"""
     bpy = blender
     from blender_ik_addon.ops import rig_state
-    obj = body(bpy, ("hand.L",))
+    obj = body_with_chains(bpy, ("hand.L",))
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     chain_settings = obj.blender_ik.chains[0]
     assert rig_state(obj, chain_settings) == "BUILT"

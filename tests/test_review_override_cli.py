@@ -13,7 +13,7 @@ import numpy as np
 from mathutils import Vector
 
 from rigs import add_empty
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
@@ -26,10 +26,7 @@ def _local(bpy, name):
 def test_review_cli_keeps_an_overridden_chain_target(blender, tmp_path):
     bpy = blender
     # The character file: a body with a hand chain and its target.
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     character = tmp_path / "character.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(character))
 

@@ -4,14 +4,11 @@ pole that is not a bone): README 'Place Pole ... switches the chain to Pole mode
 import bpy  # noqa: F401  (mathutils comes with bpy)
 import numpy as np
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 def arm(bpy, tips=("hand.L",)):
-    obj = build_body(bpy)
-    select_tips(bpy, obj, list(tips))
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, list(tips))
     return obj
 
 

@@ -5,17 +5,14 @@ Chain still holds the removed object. Expected to FAIL on the reviewed code: Sol
 (ReferenceError: StructRNA of type Object has been removed) instead of solving."""
 import bpy  # noqa: F401
 
-from test_chains import build_body, select_tips
+from test_chains import body_with_chains
 
 
 def test_review_solve_after_deleting_and_recreating_a_character(blender):
     bpy = blender
     seen, reused = set(), 0
     for _ in range(12):
-        obj = build_body(bpy)
-        select_tips(bpy, obj, ["hand.L"])
-        bpy.context.view_layer.objects.active = obj
-        assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+        obj = body_with_chains(bpy, ["hand.L"])
         pointer = obj.as_pointer()
         reused += pointer in seen
         seen.add(pointer)
@@ -39,10 +36,7 @@ def test_review_live_after_duplicating_deleting_and_renaming_the_character(blend
     bpy = blender
     import numpy as np
     from mathutils import Vector
-    obj = build_body(bpy)
-    select_tips(bpy, obj, ["hand.L"])
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj = body_with_chains(bpy, ["hand.L"])
     target = obj.blender_ik.chains[0].target
     obj.blender_ik.chains[0].live = True
     target.location += Vector((0.0, -0.02, 0.02))
