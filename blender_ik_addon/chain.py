@@ -28,7 +28,7 @@ from .solver._ops import (add, any_perpendicular, combine, cross, dot, normalize
 AXES = {"X": (0, 1.0), "Y": (1, 1.0), "Z": (2, 1.0), "-X": (0, -1.0), "-Y": (1, -1.0), "-Z": (2, -1.0)}
 # Blender's own rest and pose matrices are float32 and carry non-orthonormal noise of a few 1e-5 (Rigify's
 # horse tail: 5e-5 on the Gram matrix); 1e-3 accepts that noise and refuses any scale a user would make
-# (1.001 on one axis is 2e-3). The matrices are made orthonormal before use, so the noise goes no further.
+# (1.001 on one axis is 2e-3). The base is made a rotation before use (_nearest_rotation), so the noise goes no further.
 _SCALE_TOLERANCE = 1e-3
 # The self-check after posing: Blender stores poses in float32, so allow a few ulps of the chain's size.
 POSE_TOLERANCE = 1e-4
@@ -174,13 +174,6 @@ def uniform_scale(matrices3, what, fix, frames=None):
             raise ChainError(f"{what} has a zero or invalid scale; {fix}")
         raise ChainError(f"{what} has a non-uniform scale or shear; {fix}")
     return scale
-
-
-def orthonormal(matrices3):
-    """The rotations nearest to (N, 3, 3) matrices with a positive determinant (polar decomposition):
-    Blender's float32 noise removed."""
-    u, _, vt = np.linalg.svd(matrices3)
-    return u @ vt
 
 
 def _scaled_ancestor(chain):
@@ -396,19 +389,21 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
         pose_bone = obj.pose.bones.get(bone_name)
         if pose_bone is None:
             raise ChainError(f"The {role} armature '{obj.name}' has no bone named '{bone_name}'")
-        if not read:
-            return None
-        world = matrix_array(obj.matrix_world) @ matrix_array(pose_bone.matrix)
     elif obj == armature:
         raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
-    elif not read:
+    if not read:
         return None
-    else:
-        world = matrix_array(obj.matrix_world)
-    matrix = affine_inverse(matrix_array(armature.matrix_world)) @ world
+    matrix = affine_inverse(matrix_array(armature.matrix_world)) @ goal_world(obj, bone_name)
     if not np.all(np.isfinite(matrix)):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
     return matrix
+
+
+def goal_world(obj, bone_name=""):
+    """The world matrix of ``obj``, or of its pose bone ``bone_name``, as last evaluated (unchecked)."""
+    if bone_name:
+        return matrix_array(obj.matrix_world) @ matrix_array(obj.pose.bones[bone_name].matrix)
+    return matrix_array(obj.matrix_world)
 
 
 def goal_label(obj, bone_name):

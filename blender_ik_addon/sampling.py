@@ -18,7 +18,8 @@ import bpy
 import numpy as np
 
 from . import fcurves, keys, rotations
-from .chain import ChainError, affine_inverse, base_matrix, bone_path, matrix_array, rotation_path, uniform_scale
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, rotation_path,
+                    uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -194,12 +195,6 @@ class Samples:
     reasons: list  # why some part was sampled per frame
 
 
-def _goal_world(obj, bone_name):
-    if bone_name:
-        return matrix_array(obj.matrix_world) @ matrix_array(obj.pose.bones[bone_name].matrix)
-    return matrix_array(obj.matrix_world)
-
-
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
     """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
     ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
@@ -242,7 +237,7 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
                     if key[0] == "base":
                         matrices[index] = base_matrix(chains[key[1]][1])
                     else:
-                        matrices[index] = _goal_world(*goals[key])
+                        matrices[index] = goal_world(*goals[key])
                 if progress is not None:
                     progress(index + 1, count)
         finally:
