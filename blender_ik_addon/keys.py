@@ -17,9 +17,6 @@ import numpy as np
 _LAYERED = "slots" in bpy.types.Action.bl_rna.properties
 _POSE_BONE_SELECT = "select" in bpy.types.PoseBone.bl_rna.properties
 
-# The range boundary is exact: a key at start or end is replaced, one just outside it is kept however close.
-FRAME_TOLERANCE = 0.0
-
 # Keyframe attributes copied for the keys that are kept: name -> (values per key, numpy dtype).
 # The dtypes are those Blender stores, so foreach_get/set copy raw memory (enums are bytes; an int32
 # buffer works too but is an order of magnitude slower). co_ui is left out: it is a view of co.
@@ -186,8 +183,9 @@ def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults
     keyframe_points = fcurve.keyframe_points
     old = _read_keys(keyframe_points, ("co",))
     old_frames = old["co"][:, 0]
-    before = old_frames < replace[0] - FRAME_TOLERANCE
-    after = old_frames > replace[1] + FRAME_TOLERANCE
+    # The range boundary is exact: a key at start or end is replaced, one just outside is kept however close.
+    before = old_frames < replace[0]
+    after = old_frames > replace[1]
     kept = int(before.sum()) + int(after.sum())
     if kept:
         attributes = tuple(_KEY_ATTRIBUTES)
