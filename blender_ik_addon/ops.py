@@ -76,8 +76,8 @@ def pin_tip_bones(chosen, tips):
 
 def solve_chains(armature, specs):
     """Pose ``specs`` for the current frame, each level on the pose of the levels before it, and check that
-    Blender shows the result. Returns ``(levels, [(spec, chain, solve)])``; on any error the pose is put
-    back as it was and ChainError raised."""
+    Blender shows the result. Returns ``[(spec, chain, solve)]`` in solve order; on any error the pose is
+    put back as it was and ChainError raised."""
     evaluate_now()
     levels = prepare(armature, specs)
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
@@ -106,7 +106,7 @@ def solve_chains(armature, specs):
                 set_rotation(pose_bone, values)
             evaluate_now()
             raise
-    return levels, solved
+    return solved
 
 
 class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
@@ -125,7 +125,7 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
             raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
                              f"{'have' if len(built) > 1 else 'has'} a built rig, which solves by itself; remove "
                              "the rig to pose with Solve")
-        _, solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
+        solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         for spec, chain, solve in solved:
             runtime.store_solution(armature.name, spec.label, solve.solution)
         pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
