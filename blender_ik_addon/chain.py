@@ -22,6 +22,7 @@ from mathutils import Matrix, Vector
 from . import rotations
 from .report import compact_frames
 from .solver import SolverInputError, _ops, solve_three_link
+from .solver import solve_one as solve_one_link
 from .solver._ops import (add, any_perpendicular, combine, cross, dot, normalize_or, reject, scale, select,
                           sub)
 
@@ -38,6 +39,7 @@ ANGLE_TOLERANCE = 1e-3
 PARENT_SINGULAR_TOLERANCE = math.radians(5.0)
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
 BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
+_BONE_FRAME_ROWS = tuple(map(tuple, BONE_FRAME.tolist()))
 
 
 class ChainError(ValueError):
@@ -85,6 +87,9 @@ class Chain:
     rest_normals: np.ndarray  # (3, 3): the rest bend-plane normal, in each bone's own frame
     rest_toward: bool  # at rest, the middle joint is on the side the last bone points to
     rest_frames: np.ndarray = None  # (3, 3, 3): each bone's rest frame [direction, normal, d × n] (columns)
+    # The same constants as plain floats, for the math on component tuples (solve_chain, solve_one): a solve of
+    # one sample would otherwise convert them on every call (issue 11). Built by _read_chain.
+    floats: "ChainFloats" = None
 
     @property
     def lengths(self):
@@ -96,9 +101,47 @@ class Chain:
         return [self.armature.pose.bones[name] for name in self.names]
 
 
+@dataclass(frozen=True)
+class ChainFloats:
+    """A Chain's rest constants as Python floats and tuples."""
+
+    lengths: tuple  # l1, l2, l3
+    size: float  # l1 + l2 + l3
+    rest_normal: tuple  # the rest bend-plane normal in the first bone's frame
+    rest_frames: list  # per bone, the rows of its rest frame
+    offsets: tuple  # K₂, K₃: per offset, the columns of its 3×3 part
+
+    @classmethod
+    def of(cls, offsets, links, rest_normals, rest_frames):
+        lengths = tuple(np.linalg.norm(links, axis=-1).tolist())
+        return cls(lengths, sum(lengths), tuple(rest_normals[0].tolist()), rest_frames.tolist(),
+                   tuple(tuple(tuple(offset[:3, j].tolist()) for j in range(3)) for offset in offsets))
+
+
 def matrix_array(m):
     """A mathutils Matrix (or any nested rows) as a float64 numpy array."""
     return np.array([list(row) for row in m], dtype=np.float64)
+
+
+def rows_of(matrix):
+    """A mathutils Matrix as rows of Python floats (exact: the float32 values, widened)."""
+    return [row[:] for row in matrix]
+
+
+def inverse_rows(rows):
+    """The inverse of one affine 4×4 (rows of floats; last row 0, 0, 0, 1), in closed form on plain floats."""
+    (a, b, c, x), (d, e, f, y), (g, h, i, z) = rows[0], rows[1], rows[2]
+    rows = [[e * i - f * h, c * h - b * i, b * f - c * e], [f * g - d * i, a * i - c * g, c * d - a * f],
+            [d * h - e * g, b * g - a * h, a * e - b * d]]
+    inverse_det = 1.0 / (a * rows[0][0] + b * rows[1][0] + c * rows[2][0])
+    rows = [[value * inverse_det for value in row] for row in rows]
+    return [row + [-(row[0] * x + row[1] * y + row[2] * z)] for row in rows] + [[0.0, 0.0, 0.0, 1.0]]
+
+
+def product_rows(left, right):
+    """``left @ right`` for 4×4 rows of floats."""
+    r0, r1, r2, r3 = right
+    return [[a * p + b * q + c * r + d * s for p, q, r, s in zip(r0, r1, r2, r3)] for a, b, c, d in left]
 
 
 def affine_inverse(matrices):
@@ -106,12 +149,7 @@ def affine_inverse(matrices):
     inverse of a 4×4, threaded, costs tens of µs under load (issue 11), and this is exact float64 too."""
     m = np.asarray(matrices, dtype=np.float64)
     if m.ndim == 2:  # one matrix: plain floats beat numpy's per-call overhead
-        (a, b, c, x), (d, e, f, y), (g, h, i, z), _ = m.tolist()
-        rows = [[e * i - f * h, c * h - b * i, b * f - c * e], [f * g - d * i, a * i - c * g, c * d - a * f],
-                [d * h - e * g, b * g - a * h, a * e - b * d]]
-        inverse_det = 1.0 / (a * rows[0][0] + b * rows[1][0] + c * rows[2][0])
-        rows = [[value * inverse_det for value in row] for row in rows]
-        return np.array([row + [-(row[0] * x + row[1] * y + row[2] * z)] for row in rows] + [[0.0, 0.0, 0.0, 1.0]])
+        return np.array(inverse_rows(m.tolist()))
     a, b, c = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
     d, e, f = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
     g, h, i = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
@@ -296,9 +334,9 @@ def read_chain(armature, tip_name, now=True):
 
 def check_armature_scale(armature):
     """Refuse an armature whose scale is zero, non-uniform or sheared (as last evaluated)."""
-    world = matrix_array(armature.matrix_world)[None]
-    if _single_scale(world) is None:
-        uniform_scale(world[:, :3, :3], f"Armature '{armature.name}'",
+    world = armature.matrix_world
+    if _float_scale(tuple(world.col[j][:3] for j in range(3))) is None:
+        uniform_scale(matrix_array(world)[None, :3, :3], f"Armature '{armature.name}'",
                       "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
 
 
@@ -373,11 +411,13 @@ def _read_chain(armature, names):
         normal = _unit(_reject(np.array([1.0, 0.0, 0.0]), axis), _perpendicular(axis))
     rest_toward = float(np.dot(bend, _reject(last, axis))) >= 0.0
     rest_normals = np.array([normal, rotation2.T @ normal, rotation3.T @ normal])
-    return Chain(armature, names, offsets, links, rest_normals, rest_toward, frames(links, rest_normals))
+    rest_frames = frames(links, rest_normals)
+    return Chain(armature, names, offsets, links, rest_normals, rest_toward, rest_frames,
+                 ChainFloats.of(offsets, links, rest_normals, rest_frames))
 
 
 def goal_matrix(armature, obj, bone_name, role, read=True):
-    """The armature-space matrix (4, 4) of ``obj``, or of its pose bone ``bone_name`` (the bone's head and
+    """The armature-space matrix (4×4 rows of floats) of ``obj``, or of its pose bone ``bone_name`` (the bone's head and
     axes, as Blender's constraints take a bone target), as last evaluated; checked. ``read=False``: only
     check that there is such an object (and bone)."""
     if obj is None:
@@ -393,10 +433,13 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
         raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
     if not read:
         return None
-    matrix = affine_inverse(matrix_array(armature.matrix_world)) @ goal_world(obj, bone_name)
-    if not np.all(np.isfinite(matrix)):
+    world = rows_of(obj.matrix_world)
+    if bone_name:
+        world = product_rows(world, rows_of(obj.pose.bones[bone_name].matrix))
+    rows = product_rows(inverse_rows(rows_of(armature.matrix_world)), world)
+    if not all(math.isfinite(value) for row in rows for value in row):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
-    return matrix
+    return rows
 
 
 def goal_world(obj, bone_name=""):
@@ -492,11 +535,11 @@ def check_target(chain, spec, now=True):
 
 
 def goal_matrices(chain, spec):
-    """The target's and (plane "POLE") the pole's armature-space matrices as last evaluated, for a chain and
-    goals :func:`check_target` has validated."""
+    """The target's and (plane "POLE") the pole's armature-space matrices (rows of floats) as last evaluated,
+    for a chain and goals :func:`check_target` has validated."""
     matrix = goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
     column, _ = AXES[spec.up_axis]
-    if np.linalg.norm(matrix[:3, column]) < 1e-12:
+    if math.sqrt(sum(row[column] * row[column] for row in matrix[:3])) < 1e-12:
         raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
                          f"{spec.up_axis.lstrip('-')} axis")
     pole_matrix = None
@@ -505,14 +548,22 @@ def goal_matrices(chain, spec):
     return matrix, pole_matrix
 
 
-def base_matrix(chain):
-    """``A₁``: the first bone's frame before its own rotation and scale, from the current pose (4, 4).
+def base_rows(chain):
+    """``A₁``: the first bone's frame before its own rotation and scale, from the current pose (4×4 rows).
 
-    ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts)."""
-    pose_bone = chain.pose_bones[0]
-    rotation_scale = matrix_array(pose_bone.matrix_basis)
-    rotation_scale[:3, 3] = 0.0
-    return matrix_array(pose_bone.matrix) @ affine_inverse(rotation_scale)
+    ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts), so
+    its 3×3 part is ``M₁``'s times ``(R₁S₁)⁻¹`` and its translation is ``M₁``'s."""
+    pose_bone = chain.armature.pose.bones[chain.names[0]]
+    posed = rows_of(pose_bone.matrix)
+    inverse = inverse_rows(rows_of(pose_bone.matrix_basis))  # its translation column is not used
+    rows = [[a * inverse[0][j] + b * inverse[1][j] + c * inverse[2][j] for j in range(3)] + [x]
+            for a, b, c, x in posed[:3]]
+    return rows + [[0.0, 0.0, 0.0, 1.0]]
+
+
+def base_matrix(chain):
+    """:func:`base_rows` as a (4, 4) array."""
+    return np.array(base_rows(chain))
 
 
 def current_normal(chain):
@@ -523,7 +574,7 @@ def current_normal(chain):
     size = axis.length * bend.length
     if not math.isfinite(size) or normal.length <= 1e-6 * size:
         return None
-    return np.array(normal.normalized())
+    return normal.normalized()[:]
 
 
 def bend_toward(chain, spec):
@@ -538,8 +589,12 @@ def bend_toward(chain, spec):
 
 @dataclass
 class ChainSolve:
-    rotations: np.ndarray  # (N, 3, 3, 3): each bone's local rotation (its basis rotation)
-    solution: object  # the solver's ThreeLinkSolution, in armature space
+    """A chain's solve, indexed by sample: ``rotations[i]`` (3, 3, 3), each bone's local rotation (its basis
+    rotation), and the solver's ``solution`` in armature space. :func:`solve_chain` gives numpy arrays;
+    :func:`solve_one` one-element lists of plain values (``solution.directions[0][2]`` reads either)."""
+
+    rotations: object
+    solution: object
 
 
 def _columns(matrices3, single):
@@ -558,19 +613,37 @@ def _vectors(vectors, single):
     return vectors[:, 0], vectors[:, 1], vectors[:, 2]
 
 
-def _stacked(vector, single):
-    """A component tuple back to (N, 3) (or (3,) for one sample) for the solver."""
-    return np.array(vector) if single else np.stack(vector, -1)
-
-
 def _times(columns, weights):
-    """``M @ w``: a matrix (its columns, component tuples) times a constant 3-vector."""
-    return add(add(scale(columns[0], weights[0]), scale(columns[1], weights[1])), scale(columns[2], weights[2]))
+    """``M @ w``: a matrix (its columns, component tuples) times a 3-vector."""
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = columns
+    u, v, w = weights
+    return ax * u + bx * v + cx * w, ay * u + by * v + cy * w, az * u + bz * v + cz * w
 
 
-def _transposed_times(columns, vector):
-    """``Mᵀ @ v`` for a matrix given by its columns (component tuples or constants) and a vector."""
-    return dot(columns[0], vector), dot(columns[1], vector), dot(columns[2], vector)
+# The 3×3 products below are written out: on one sample's floats, Python's cost is per operation and per
+# call, and a generator per product costs as much as its arithmetic (issue 11). Numpy arrays (a batch) go
+# through the same expressions.
+
+def _product(a, b):
+    """``A @ B`` by columns: A by its columns (component tuples), B by its columns (or constant rows of floats:
+    then ``A @ Bᵀ``)."""
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = a
+    (u0, v0, w0), (u1, v1, w1), (u2, v2, w2) = b
+    return ((ax * u0 + bx * v0 + cx * w0, ay * u0 + by * v0 + cy * w0, az * u0 + bz * v0 + cz * w0),
+            (ax * u1 + bx * v1 + cx * w1, ay * u1 + by * v1 + cy * w1, az * u1 + bz * v1 + cz * w1),
+            (ax * u2 + bx * v2 + cx * w2, ay * u2 + by * v2 + cy * w2, az * u2 + bz * v2 + cz * w2))
+
+
+def _transposed_product(a, b, rows=False):
+    """``Aᵀ @ B`` (A and B by their columns): entry (i, j) is aᵢ·bⱼ. By columns, or with ``rows`` by rows."""
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = a
+    (u0, v0, w0), (u1, v1, w1), (u2, v2, w2) = b
+    a_b0 = ax * u0 + ay * v0 + az * w0, bx * u0 + by * v0 + bz * w0, cx * u0 + cy * v0 + cz * w0
+    a_b1 = ax * u1 + ay * v1 + az * w1, bx * u1 + by * v1 + bz * w1, cx * u1 + cy * v1 + cz * w1
+    a_b2 = ax * u2 + ay * v2 + az * w2, bx * u2 + by * v2 + bz * w2, cx * u2 + cy * v2 + cz * w2
+    if not rows:
+        return a_b0, a_b1, a_b2
+    return (a_b0[0], a_b1[0], a_b2[0]), (a_b0[1], a_b1[1], a_b2[1]), (a_b0[2], a_b1[2], a_b2[2])
 
 
 def _nearest_rotation(columns):
@@ -585,16 +658,24 @@ def _nearest_rotation(columns):
     return columns
 
 
-def _single_scale(base):
-    """One sample's uniform scale of ``A₁`` (a (1,) array) on plain floats, as check_base judges it, or None
+def _float_scale(columns):
+    """One sample's uniform scale of ``A₁`` (its 3×3 part's float columns), as check_base judges it, or None
     when check_base must look (a scale it may refuse)."""
-    columns = _columns(base[:, :3, :3], True)
     gram = [[dot(a, b) for b in columns] for a in columns]
     scale_squared = (gram[0][0] + gram[1][1] + gram[2][2]) / 3.0
     if not scale_squared > 1e-30 or dot(columns[0], cross(columns[1], columns[2])) <= 0.0:
         return None
     deviation = max(abs(gram[i][j] / scale_squared - (1.0 if i == j else 0.0)) for i in range(3) for j in range(3))
-    return np.array([math.sqrt(scale_squared)]) if deviation <= _SCALE_TOLERANCE else None
+    return math.sqrt(scale_squared) if deviation <= _SCALE_TOLERANCE else None
+
+
+def _check_inherited_scale(chain, scales):
+    scaled = abs(scales - 1.0) > 1e-4 if isinstance(scales, float) else np.any(np.abs(scales - 1.0) > 1e-4)
+    if scaled:  # above float32 noise (Rigify: 1e-5)
+        for name in chain.names[1:]:
+            if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
+                raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
+                                 "Inherit Scale to Full, or unscale the parent")
 
 
 def _frame(ops, direction, normal):
@@ -603,8 +684,97 @@ def _frame(ops, direction, normal):
     return direction, side, cross(direction, side)
 
 
+def _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up):
+    """The solver's plane settings for ``spec`` (component tuples): ``(plane, bend_toward, extra keywords)``."""
+    if spec.plane != "PARENT":
+        return spec.plane, bend_toward(chain, spec), {}
+    # The rest hinge axis, carried by the parent's pose: the knee turns with the hips, and the foot's
+    # direction never flips it. "REST" keeps the rest side (the normal's orientation); "TOWARD" and
+    # "AWAY" pick, per sample, the side of that plane the up axis is on, or the other.
+    extra = {"normal": rest_normal, "singular_tolerance": PARENT_SINGULAR_TOLERANCE}
+    if spec.bend == "REST":
+        return "NORMAL", True, extra
+    up_length = _ops.norm(ops, up)
+    wrist_axis = sub(sub(end, scale(up, scale_of * chain.floats.lengths[2] / up_length)), origin)
+    up_side = dot(cross(rest_normal, wrist_axis), up) >= 0.0
+    return "NORMAL", up_side if spec.bend == "TOWARD" else ops.logical_not(up_side), extra
+
+
+def _local_rotations(ops, chain, spec, rotation, directions, normal, roll):
+    """Each bone's local rotation, as three rows (component tuples), from the solved link directions and
+    bend-plane normal; ``roll``: the target's roll axis (a component tuple), or None."""
+    # Each bone's armature-space rotation Qᵢ maps its rest frame (rest direction, rest bend-plane normal)
+    # onto its solved frame: Qᵢ = Fᵢ · Restᵢᵀ, so column j of Qᵢ is Fᵢ times row j of Restᵢ.
+    constants = chain.floats
+    orientation = [_product(_frame(ops, directions[link], normal), rest)
+                   for link, rest in enumerate(constants.rest_frames)]
+    if roll is not None:  # the last bone's local Z turns toward the target's roll axis
+        roll_length = _ops.norm(ops, roll)
+        ok = _ops.norm(ops, reject(roll, directions[2])) > 1e-6 * ops.maximum(roll_length, 1e-300)
+        rolled = _product(_frame(ops, directions[2], roll), _BONE_FRAME_ROWS)
+        orientation[2] = tuple(select(ops, ok, new, old) for new, old in zip(rolled, orientation[2]))
+
+    # Local rotations: L₁ = Aᵀ Q₁, L₂ = K₂ᵀ Q₁ᵀ Q₂, L₃ = K₃ᵀ Q₂ᵀ Q₃ (K: the constant rest offsets), by rows.
+    return [_transposed_product(rotation, orientation[0], rows=True)] + [
+        _transposed_product(constants.offsets[link - 1], _transposed_product(orientation[link - 1], orientation[link]),
+                            rows=True)
+        for link in (1, 2)]
+
+
+def _roll_axis(spec, column_of):
+    """The target's roll axis (``column_of(j)``: the target matrix's column j), or None."""
+    if spec.roll_axis == "NONE":
+        return None
+    roll_column, roll_sign = AXES[spec.roll_axis]
+    return scale(column_of(roll_column), roll_sign)
+
+
+# A₁'s 3×3 part (columns) -> its scale and nearest rotation, a pure function of it: a live chain meets the
+# same base on every update until its parent moves, and this is a third of a solve's arithmetic.
+_base_rotations = {}
+
+
+def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
+    """One sample on plain Python floats (a live solve, a Solve): ``base`` ``A₁`` and ``target`` (the target's
+    armature-space matrix) as 4×4 rows, ``pole`` a point or None, ``fallback_normal`` the plane to keep where
+    it is undefined (default: the rest pose's). The same math as :func:`solve_chain`, without numpy."""
+    ops = _ops.FLOAT
+    columns = tuple((base[0][j], base[1][j], base[2][j]) for j in range(3))
+    known = _base_rotations.get(columns)
+    if known is None:
+        scale_of = _float_scale(columns)
+        if scale_of is None:  # the full check names the culprit (or accepts what the quick one doubted)
+            scale_of = float(check_base(chain, np.array([base], dtype=np.float64))[0])
+        known = scale_of, _nearest_rotation(tuple(scale(column, 1.0 / scale_of) for column in columns))
+        if len(_base_rotations) >= 64:
+            _base_rotations.clear()
+        _base_rotations[columns] = known
+    scale_of, rotation = known
+    _check_inherited_scale(chain, scale_of)
+    origin = (base[0][3], base[1][3], base[2][3])
+    constants = chain.floats
+
+    def column_of(j):
+        return target[0][j], target[1][j], target[2][j]
+
+    up_column, up_sign = AXES[spec.up_axis]
+    up = scale(column_of(up_column), up_sign)
+    end = column_of(3)
+    rest_normal = _times(rotation, constants.rest_normal)
+    plane, toward, extra = _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up)
+    try:
+        solution = solve_one_link(origin, [length * scale_of for length in constants.lengths], end, up, plane=plane,
+                                  pole=pole, bend_toward=toward,
+                                  fallback_normal=rest_normal if fallback_normal is None else fallback_normal, **extra)
+    except SolverInputError as error:
+        raise ChainError(str(error)) from None
+    local = _local_rotations(ops, chain, spec, rotation, solution.directions, solution.normal,
+                             _roll_axis(spec, column_of))
+    return ChainSolve([local], type(solution)(*([field] for field in solution)))
+
+
 def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True, sample_frames=None):
-    """Solve N samples at once (one sample runs the same code on Python floats: a live solve).
+    """Solve N samples at once (one sample goes through :func:`solve_one`, and comes back as arrays too).
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
     ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
@@ -615,102 +785,68 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     base = np.asarray(base, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
     count = len(base)
-    single = count == 1
-    ops = _ops.FLOAT if single else _ops.NUMPY
+    if count == 1:
+        fallback = None if fallback_normal is None else np.reshape(fallback_normal, (-1, 3))[0].tolist()
+        one = solve_one(chain, base[0].tolist(), target[0].tolist(), spec,
+                        None if pole is None else np.asarray(pole, dtype=np.float64)[0].tolist(), fallback)
+        return ChainSolve(np.array(one.rotations), type(one.solution)(*(np.array(field) for field in one.solution)))
+    ops = _ops.NUMPY
     # A base that is the same on every sample (nothing above the chain moves) is checked and made a rotation
     # once, and enters the math as plain floats, which broadcast against the samples' arrays.
-    constant = single or base.strides[0] == 0 or bool((base == base[:1]).all())
-    scales = _single_scale(base[:1]) if constant else None
+    constant = base.strides[0] == 0 or bool((base == base[:1]).all())
+    scales = None
+    if constant:
+        scale_of = _float_scale(_columns(base[:1, :3, :3], True))
+        scales = None if scale_of is None else np.array([scale_of])
     if scales is None:  # a varying base, or one the quick check doubts: the full check names the culprit
         scales = check_base(chain, base, sample_frames)
-    if np.any(np.abs(scales - 1.0) > 1e-4):  # above float32 noise (Rigify: 1e-5)
-        for name in chain.names[1:]:
-            if chain.armature.data.bones[name].inherit_scale in ("NONE", "NONE_LEGACY"):
-                raise ChainError(f"Bone '{name}' does not inherit the scale of the chain's scaled parent; set its "
-                               "Inherit Scale to Full, or unscale the parent")
+    _check_inherited_scale(chain, scales)
     if constant:
         scales = scales[:1]
     rotation = _nearest_rotation(_columns(base[:len(scales), :3, :3] / scales[:, None, None], constant))
     scale_of = float(scales[0]) if constant else scales
     origin = _vectors(base[:, :3, 3], constant)
     lengths = np.outer(np.broadcast_to(scales, (count,)), chain.lengths)
-    column, sign = AXES[spec.up_axis]
-    up = scale(_vectors(target[:, :3, column], single), sign)
-    end = _vectors(target[:, :3, 3], single)
-    rest_normal = _times(rotation, chain.rest_normals[0].tolist())
+
+    def column_of(j):
+        return target[:, 0, j], target[:, 1, j], target[:, 2, j]
+
+    up_column, up_sign = AXES[spec.up_axis]
+    up = scale(column_of(up_column), up_sign)
+    end = column_of(3)
+    rest_normal = _times(rotation, chain.floats.rest_normal)
     if fallback_normal is None:
-        fallback = _stacked(rest_normal, single)
+        fallback = np.stack(np.broadcast_arrays(*rest_normal), -1)
     else:
-        fallback = np.broadcast_to(fallback_normal, (3,) if single else (count, 3))
-    plane, extra = spec.plane, {}
-    if plane == "PARENT":
-        # The rest hinge axis, carried by the parent's pose: the knee turns with the hips, and the foot's
-        # direction never flips it. "REST" keeps the rest side (the normal's orientation); "TOWARD" and
-        # "AWAY" pick, per sample, the side of that plane the up axis is on, or the other.
-        plane = "NORMAL"
-        extra = {"normal": _stacked(rest_normal, single), "singular_tolerance": PARENT_SINGULAR_TOLERANCE}
-        if spec.bend == "REST":
-            toward = True
-        else:
-            up_length = _ops.norm(ops, up)
-            wrist_axis = sub(sub(end, scale(up, scale_of * float(chain.lengths[2]) / up_length)), origin)
-            up_side = dot(cross(rest_normal, wrist_axis), up) >= 0.0
-            toward = up_side if spec.bend == "TOWARD" else ops.logical_not(up_side)
-    else:
-        toward = bend_toward(chain, spec)
-    arguments = dict(plane=plane, bend_toward=toward, **extra)
-    if pole is not None:
-        arguments["pole"] = np.asarray(pole, dtype=np.float64)[0] if single else pole
+        fallback = np.broadcast_to(fallback_normal, (count, 3))
+    plane, toward, extra = _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up)
+    if "normal" in extra:
+        extra["normal"] = np.stack(np.broadcast_arrays(*extra["normal"]), -1)
 
     def solve(fallback):
         try:
-            return solve_three_link(_stacked(origin, single), lengths[0] if single else lengths,
-                                    _stacked(end, single), _stacked(up, single), fallback_normal=fallback,
-                                    **arguments)
+            return solve_three_link(np.stack(np.broadcast_arrays(*origin), -1), lengths, np.stack(end, -1),
+                                    np.stack(up, -1), plane=plane, pole=pole, bend_toward=toward,
+                                    fallback_normal=fallback, **extra)
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 
     solution = solve(fallback)
-    if single:  # the rest of the add-on reads samples by index
-        solution = type(solution)(*(np.asarray(field)[None] for field in solution))
-    elif carry_plane and solution.degenerate.any() and not solution.degenerate.all():
+    if carry_plane and solution.degenerate.any() and not solution.degenerate.all():
         # Undefined planes keep the last defined one before them (the rest pose's before the first).
         index = np.where(~solution.degenerate, np.arange(count), -1)
         index = np.maximum.accumulate(index)
         carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)], fallback)
         solution = solve(carried)
 
-    # Each bone's armature-space rotation Qᵢ maps its rest frame (rest direction, rest bend-plane normal)
-    # onto its solved frame: Qᵢ = Fᵢ · Restᵢᵀ, so column j of Qᵢ is Fᵢ times row j of Restᵢ.
-    normal = _vectors(solution.normal, single)
-    directions = [_vectors(solution.directions[:, link], single) for link in range(3)]
-    orientation = []
-    for link, rest in enumerate(chain.rest_frames.tolist()):
-        solved = _frame(ops, directions[link], normal)
-        orientation.append(tuple(_times(solved, rest[row]) for row in range(3)))
-    if spec.roll_axis != "NONE":  # the last bone's local Z turns toward the target's roll axis
-        roll_column, roll_sign = AXES[spec.roll_axis]
-        roll = scale(_vectors(target[:, :3, roll_column], single), roll_sign)
-        roll_length = _ops.norm(ops, roll)
-        ok = _ops.norm(ops, reject(roll, directions[2])) > 1e-6 * ops.maximum(roll_length, 1e-300)
-        rolled = _frame(ops, directions[2], roll)
-        rolled = tuple(_times(rolled, row) for row in BONE_FRAME.tolist())
-        orientation[2] = tuple(select(ops, ok, new, old) for new, old in zip(rolled, orientation[2]))
-
-    # Local rotations: L₁ = Aᵀ Q₁, L₂ = K₂ᵀ Q₁ᵀ Q₂, L₃ = K₃ᵀ Q₂ᵀ Q₃ (K: the constant rest offsets).
-    offsets = [tuple(tuple(chain.offsets[index][:3, j].tolist()) for j in range(3)) for index in range(2)]
-    local = [tuple(_transposed_times(rotation, q) for q in orientation[0])]
-    for link in (1, 2):
-        relative = [_transposed_times(orientation[link - 1], q) for q in orientation[link]]
-        local.append(tuple(_transposed_times(offsets[link - 1], column_) for column_ in relative))
-    if single:
-        rotations_out = np.array([[[column_[i] for column_ in columns] for i in range(3)] for columns in local])[None]
-    else:
-        rotations_out = np.empty((count, 3, 3, 3))
-        for link, columns in enumerate(local):
-            for j, column_ in enumerate(columns):
-                for i in range(3):
-                    rotations_out[:, link, i, j] = column_[i]
+    normal = _vectors(solution.normal, False)
+    directions = [_vectors(solution.directions[:, link], False) for link in range(3)]
+    local = _local_rotations(ops, chain, spec, rotation, directions, normal, _roll_axis(spec, column_of))
+    rotations_out = np.empty((count, 3, 3, 3))
+    for link, rows in enumerate(local):
+        for i, row in enumerate(rows):
+            for j in range(3):
+                rotations_out[:, link, i, j] = row[j]
     return ChainSolve(rotations_out, solution)
 
 
@@ -718,10 +854,10 @@ def rotation_values(pose_bone):
     """The pose bone's current value in its own rotation mode."""
     mode = pose_bone.rotation_mode
     if mode == "QUATERNION":
-        return np.array(tuple(pose_bone.rotation_quaternion))
+        return np.array(pose_bone.rotation_quaternion[:])
     if mode == "AXIS_ANGLE":
-        return np.array(tuple(pose_bone.rotation_axis_angle))
-    return np.array(tuple(pose_bone.rotation_euler))
+        return np.array(pose_bone.rotation_axis_angle[:])
+    return np.array(pose_bone.rotation_euler[:])
 
 
 def rotation_path(mode):
@@ -737,13 +873,13 @@ def set_rotation(pose_bone, values):
 
 
 def pose_chain(chain, local_rotations):
-    """Write one sample's rotations (3, 3, 3) into the pose, each in its bone's rotation mode and
+    """Write one sample's rotations (3, 3, 3; an array or nested lists) into the pose, each in its bone's rotation mode and
     continuous with the bone's current value (no Euler jump, same quaternion hemisphere).
 
     Through mathutils (float32): the channels are stored in float32, and Blender's own conversions are
     those the vectorised ones in rotations.py reproduce (mat3_normalized_to_eulO and its compatible form)."""
     for pose_bone, rotation in zip(chain.pose_bones, local_rotations):
-        matrix = Matrix(rotation.tolist())
+        matrix = Matrix(rotation.tolist() if isinstance(rotation, np.ndarray) else rotation)
         mode = pose_bone.rotation_mode
         if mode in rotations.EULER_ORDERS:
             pose_bone.rotation_euler = matrix.to_euler(mode, pose_bone.rotation_euler)
@@ -771,9 +907,8 @@ def solve_current(chain, spec, validated=False):
     :func:`evaluate_now` first. ``validated``: the goals were checked (:func:`check_target`) and nothing
     they depend on changed since; only their matrices are read."""
     target, pole = goal_matrices(chain, spec) if validated else check_target(chain, spec)
-    solve = solve_chain(chain, base_matrix(chain)[None], target[None], spec,
-                        None if pole is None else pole[None, :3, 3], current_normal(chain))
-    return solve
+    return solve_one(chain, base_rows(chain), target, spec, None if pole is None else [row[3] for row in pole[:3]],
+                     current_normal(chain))
 
 
 def read_all(armature, specs, now=True):
@@ -803,6 +938,8 @@ def order(armature, read, errors=None):
         for spec in specs:
             errors[spec] = message
 
+    if len(read) == 1:  # one chain: nothing to share or to wait for
+        return [list(read)]
     owner, kept = {}, []
     for spec, chain in read:
         shared = next((name for name in chain.names if name in owner), None)
@@ -855,17 +992,16 @@ def pose_error(chain, solution, index=0):
     tip_bone = chain.pose_bones[2]
     tip = tip_bone.tail
     direction = tip - tip_bone.head
-    expected = Vector(solution.directions[index, 2])
+    expected = Vector(solution.directions[index][2])
     angle = math.atan2(direction.cross(expected).length, direction.dot(expected))
-    return (tip - Vector(solution.joints[index, 3])).length, angle
+    return (tip - Vector(solution.joints[index][3])).length, angle
 
 
 def verify_pose(chain, solution, index=0):
     """Refuse a pose Blender does not show as solved (something in the scene changes the result in a way
     the add-on cannot follow). Call after the pose was evaluated."""
     distance, angle = pose_error(chain, solution, index)
-    length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
-    scale = max(length, float(np.linalg.norm(solution.joints[index, 3])))
+    scale = max(chain.floats.size, Vector(solution.joints[index][3]).length)
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "

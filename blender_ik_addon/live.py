@@ -77,14 +77,16 @@ def _inputs(armature, spec, scene):
         names = None
     chain, parent = None, None
     if names is not None:
-        first = armature.pose.bones[names[0]]
-        bones = tuple((tuple(armature.pose.bones[name].scale), tuple(armature.pose.bones[name].location),
-                       armature.data.bones[name].use_inherit_rotation, armature.data.bones[name].inherit_scale,
-                       armature.data.bones[name].use_connect, armature.data.bones[name].use_local_location,
-                       armature.pose.bones[name].rotation_mode, _constraints(armature.pose.bones[name]))
-                      for name in names)
-        chain = (names, bones)
-        parent = first.parent.matrix.copy() if first.parent else None
+        pose_bones, bones = armature.pose.bones, armature.data.bones
+        read = []
+        for name in names:
+            pose_bone, bone = pose_bones[name], bones[name]
+            read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
+                         bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
+                         _constraints(pose_bone)))
+        chain = (names, tuple(read))
+        parent = pose_bones[names[0]].parent
+        parent = parent.matrix.copy() if parent is not None else None
     state = (armature.mode, armature.data.pose_position, _drivers(armature))
     poled = spec.plane == "POLE"
     validation = (chain, state, spec, _coupling(spec.target, spec.target_bone),
@@ -122,7 +124,8 @@ def solve_live(armature, scene, force=False):
         validated = not force and last is not None and last[0] == inputs[0] and key in _validated
         try:
             if validated:  # nothing validation reads changed: the chain read then is still the chain
-                check_armature_scale(armature)  # the armature's matrix is a "motion" input
+                if inputs[1][0] != last[1][0]:  # the armature's matrix is a "motion" input
+                    check_armature_scale(armature)
                 chain = dataclasses.replace(_validated[key], armature=armature)
             else:
                 chain = read_chain(armature, spec.tip_bone)

@@ -60,9 +60,7 @@ def bone_frames(obj, names):
 
 def add_on_solve(chain, options):
     """The add-on's own solve of the chain as posed now (its live mode's and Solve's call)."""
-    target, pole = rig.check_target(chain, options)
-    return rig.solve_chain(chain, rig.base_matrix(chain)[None], target[None], options,
-                           None if pole is None else pole[None, :3, 3], rig.current_normal(chain), carry_plane=False)
+    return rig.solve_current(chain, options)
 
 
 def python_pose(bpy, obj, spec):

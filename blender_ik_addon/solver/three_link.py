@@ -184,19 +184,9 @@ def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, no
     Everything broadcasts over the leading dimensions. ``up`` need not be unit length, nor ``normal``.
     Raises :class:`SolverInputError` on invalid input.
     """
-    if plane not in PLANES:
-        raise SolverInputError(f"plane must be one of {PLANES}, not {plane!r}")
-    if plane == "POLE" and pole is None:
-        raise SolverInputError("plane 'POLE' needs a pole point")
-    if plane == "NORMAL" and normal is None:
-        raise SolverInputError("plane 'NORMAL' needs a normal (the carried hinge normal)")
     tolerance = _plane_tolerance(singular_tolerance)
-    points = {"base": base, "target": target, "up vector": up, "fallback normal": fallback_normal}
-    if plane == "POLE":
-        points["pole"] = pole
-    if plane == "NORMAL":
-        points["normal"] = normal
-    points = {name: as_float_array(value, name) for name, value in points.items()}
+    points = {name: as_float_array(value, name)
+              for name, value in _points(plane, base, target, up, pole, normal, fallback_normal).items()}
     lengths = as_float_array(lengths, "lengths")
     for name, array in list(points.items()) + [("lengths", lengths)]:
         if array.ndim == 0 or array.shape[-1] != 3:
@@ -204,8 +194,46 @@ def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, no
     bend = np.asarray(bend_toward, dtype=bool)
     batch = np.broadcast_shapes(bend.shape, lengths.shape[:-1], *(array.shape[:-1] for array in points.values()))
     if batch == ():
-        return _solve_single(plane, lengths, points, bool(bend), tolerance)
+        solution = _solve_one(plane, *lengths.tolist(), {name: tuple(array.tolist()) for name, array in points.items()},
+                              bool(bend), tolerance)
+        return ThreeLinkSolution(*(np.array(field) if isinstance(field, tuple) else np.float64(field)
+                                   if isinstance(field, float) else np.bool_(field) for field in solution))
     return _solve_batch(plane, lengths, points, bend, batch, tolerance)
+
+
+def solve_one(base, lengths, target, up, *, plane="TARGET", pole=None, normal=None, bend_toward=True,
+              fallback_normal=(1.0, 0.0, 0.0), singular_tolerance=0.0):
+    """:func:`solve_three_link` for one sample on plain Python floats: 3-sequences in, a ThreeLinkSolution
+    of plain values out (vectors as tuples, ``directions`` and ``joints`` as tuples of them).
+
+    The same math and the same checks as a single sample of :func:`solve_three_link`, without numpy: a
+    live solve pays for every array it builds (issue 11)."""
+    tolerance = _plane_tolerance(singular_tolerance)
+    try:
+        vectors = {name: tuple(map(float, value))
+                   for name, value in _points(plane, base, target, up, pole, normal, fallback_normal).items()}
+        l1, l2, l3 = map(float, lengths)
+    except (TypeError, ValueError) as error:
+        raise SolverInputError(f"the inputs must be numbers ({error})") from None
+    if any(len(vector) != 3 for vector in vectors.values()):
+        raise SolverInputError("points and vectors must have 3 components")
+    return _solve_one(plane, l1, l2, l3, vectors, bool(bend_toward), tolerance)
+
+
+def _points(plane, base, target, up, pole, normal, fallback_normal):
+    """The point and vector inputs by name, after checking the plane has what it needs."""
+    if plane not in PLANES:
+        raise SolverInputError(f"plane must be one of {PLANES}, not {plane!r}")
+    if plane == "POLE" and pole is None:
+        raise SolverInputError("plane 'POLE' needs a pole point")
+    if plane == "NORMAL" and normal is None:
+        raise SolverInputError("plane 'NORMAL' needs a normal (the carried hinge normal)")
+    points = {"base": base, "target": target, "up vector": up, "fallback normal": fallback_normal}
+    if plane == "POLE":
+        points["pole"] = pole
+    if plane == "NORMAL":
+        points["normal"] = normal
+    return points
 
 
 def _reference(ops, plane, rows, base, up):
@@ -218,10 +246,8 @@ def _reference(ops, plane, rows, base, up):
     return up, 1.0
 
 
-def _solve_single(plane, lengths, points, bend, tolerance):
-    """One sample: plain floats through the same math (see _ops)."""
-    l1, l2, l3 = lengths.tolist()
-    vectors = {name: tuple(array.tolist()) for name, array in points.items()}
+def _solve_one(plane, l1, l2, l3, vectors, bend, tolerance):
+    """One sample: plain floats through the same math (see _ops); vectors by name, as float 3-tuples."""
     up, fallback = vectors["up vector"], vectors["fallback normal"]
     up_length, fallback_length = math.sqrt(dot(up, up)), math.sqrt(dot(fallback, fallback))
     _check(math.isfinite(l1 + l2 + l3), min(l1, l2, l3),
@@ -232,9 +258,7 @@ def _solve_single(plane, lengths, points, bend, tolerance):
     links, joints, normal, reachable, miss, degenerate, angles = _core(
         _ops.FLOAT, base, l1, l2, l3, vectors["target"], up, plane, reference, reference_length,
         1.0 if bend else -1.0, fallback, tolerance)
-    return ThreeLinkSolution(
-        np.array(links), np.array(joints), np.array(normal), np.bool_(reachable), np.float64(miss),
-        np.bool_(degenerate), *map(np.float64, angles))
+    return ThreeLinkSolution(links, joints, normal, bool(reachable), float(miss), bool(degenerate), *angles)
 
 
 def _solve_batch(plane, lengths, points, bend, batch, tolerance):

@@ -1,0 +1,81 @@
+"""One sample (Live, Solve: chain.solve_one, on Python floats) and a batch (a bake: chain.solve_chain, numpy) are two
+code paths over the same math; they must give the same rotations and solution, to float64 rounding."""
+import itertools
+
+import numpy as np
+import pytest
+
+from rigs import add_empty, chain_length_world, random_rig, reachable_target
+
+SAMPLES = 6
+
+
+def _batch_and_singles(chain_module, chain, spec, bases, targets, poles):
+    batch = chain_module.solve_chain(chain, bases, targets, spec, poles, carry_plane=False)
+    singles = [chain_module.solve_one(chain, bases[i].tolist(), targets[i].tolist(), spec,
+                                      None if poles is None else poles[i].tolist()) for i in range(len(bases))]
+    return batch, singles
+
+
+@pytest.mark.parametrize("seed, plane, bend, roll_axis", [
+    (seed, *case) for seed, case in enumerate(itertools.product(
+        ("PARENT", "TARGET", "POLE"), ("REST", "TOWARD", "AWAY"), ("NONE", "X")))])
+def test_one_sample_equals_the_batch(blender, seed, plane, bend, roll_axis):
+    bpy = blender
+    from blender_ik_addon import chain as chain_module
+    from blender_ik_addon.chain import ChainSpec
+
+    rng = np.random.default_rng(seed)
+    obj = random_rig(rng)
+    target, pole = add_empty(), add_empty("Pole")
+    spec = ChainSpec(tip_bone="b3", target=target, plane=plane, pole=pole if plane == "POLE" else None,
+                     bend=bend, roll_axis=roll_axis)
+    bpy.context.view_layer.update()
+    chain = chain_module.read_chain(obj, "b3")
+    base = chain_module.base_matrix(chain)
+    targets, poles = [], []
+    head = np.array(obj.matrix_world @ obj.pose.bones["b1"].head)
+    for index in range(SAMPLES):
+        location, target.rotation_euler = reachable_target(rng, obj)
+        if index % 2:  # out of reach: three chain lengths away, in the same direction
+            away = np.array(location) - head
+            location = head + away / np.linalg.norm(away) * 3.0 * chain_length_world(obj)
+        target.location = tuple(location)
+        pole.location = tuple(rng.normal(scale=3.0, size=3))
+        bpy.context.view_layer.update()
+        goal, pole_matrix = chain_module.check_target(chain, spec)
+        targets.append(goal)
+        poles.append(np.array([row[3] for row in pole_matrix[:3]]) if pole_matrix is not None else None)
+    bases = np.broadcast_to(base, (SAMPLES, 4, 4))
+    targets = np.array(targets)
+    poles = np.array(poles) if plane == "POLE" else None
+
+    batch, singles = _batch_and_singles(chain_module, chain, spec, bases, targets, poles)
+    assert not batch.solution.reachable.all() and batch.solution.reachable.any()  # both kinds of sample
+    for index, single in enumerate(singles):
+        np.testing.assert_allclose(np.array(single.rotations[0]), batch.rotations[index], rtol=0, atol=1e-12)
+        for name, field in zip(single.solution._fields, single.solution):
+            np.testing.assert_allclose(np.array(field[0], dtype=np.float64),
+                                       np.array(getattr(batch.solution, name)[index], dtype=np.float64),
+                                       rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_one_sample_through_solve_chain_comes_back_as_arrays(blender):
+    """solve_chain of one sample goes through solve_one and keeps solve_chain's array contract."""
+    bpy = blender
+    from blender_ik_addon import chain as chain_module
+    from blender_ik_addon.chain import ChainSpec
+
+    rng = np.random.default_rng(5)
+    obj = random_rig(rng)
+    target = add_empty()
+    target.location, target.rotation_euler = reachable_target(rng, obj)
+    bpy.context.view_layer.update()
+    spec = ChainSpec(tip_bone="b3", target=target)
+    chain = chain_module.read_chain(obj, "b3")
+    goal, _ = chain_module.check_target(chain, spec)
+    one = chain_module.solve_chain(chain, chain_module.base_matrix(chain)[None], np.array(goal)[None], spec)
+    assert one.rotations.shape == (1, 3, 3, 3)
+    assert one.solution.joints.shape == (1, 4, 3) and one.solution.reachable.shape == (1,)
+    current = chain_module.solve_current(chain, spec)
+    np.testing.assert_allclose(one.rotations[0], np.array(current.rotations[0]), rtol=0, atol=1e-12)
