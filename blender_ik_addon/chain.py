@@ -326,10 +326,16 @@ def read_chain(armature, tip_name, now=True):
     cached = _read_chains.get(key)
     if cached is not None and cached[0] == signature:
         # The same geometry; the object is this one (a removed armature's memory may have been reused).
-        return dataclasses.replace(cached[1], armature=armature)
+        return with_armature(cached[1], armature)
     chain = _read_chain(armature, names)
     _read_chains[key] = (signature, chain)
     return chain
+
+
+def with_armature(chain, armature):
+    """``chain`` for the armature object ``armature``: a chain cached before holds the Python object it was read
+    with, which Blender keeps for as long as the object lives (then it is this one) and invalidates with it."""
+    return chain if chain.armature is armature else dataclasses.replace(chain, armature=armature)
 
 
 def check_armature_scale(armature):
@@ -907,8 +913,11 @@ def solve_current(chain, spec, validated=False):
     :func:`evaluate_now` first. ``validated``: the goals were checked (:func:`check_target`) and nothing
     they depend on changed since; only their matrices are read."""
     target, pole = goal_matrices(chain, spec) if validated else check_target(chain, spec)
-    return solve_one(chain, base_rows(chain), target, spec, None if pole is None else [row[3] for row in pole[:3]],
-                     current_normal(chain))
+    base, pole = base_rows(chain), None if pole is None else [row[3] for row in pole[:3]]
+    solve = solve_one(chain, base, target, spec, pole)
+    if solve.solution.degenerate[0]:  # the plane is undefined: keep the current one rather than the rest pose's
+        solve = solve_one(chain, base, target, spec, pole, current_normal(chain))
+    return solve
 
 
 def read_all(armature, specs, now=True):

@@ -16,14 +16,13 @@ touches no ``bpy.data`` (Blender restricts it while add-ons register); the first
 (and moves a 0.1 file's settings into the chain list). The handlers are ``@persistent`` and
 ``unregister()`` removes every one of them.
 """
-import dataclasses
-
 import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, chain_names, check_armature_scale, check_target, evaluate_now, forget_read_chains,
-                    order, pose_chain, read_chain, rotation_values, set_rotation, solve_current, verify_pose)
+                    order, pose_chain, read_chain, rotation_values, set_rotation, solve_current, verify_pose,
+                    with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -126,7 +125,7 @@ def solve_live(armature, scene, force=False):
             if validated:  # nothing validation reads changed: the chain read then is still the chain
                 if inputs[1][0] != last[1][0]:  # the armature's matrix is a "motion" input
                     check_armature_scale(armature)
-                chain = dataclasses.replace(_validated[key], armature=armature)
+                chain = with_armature(_validated[key], armature)
             else:
                 chain = read_chain(armature, spec.tip_bone)
                 check_target(chain, spec)

@@ -90,7 +90,7 @@ def solve_chains(armature, specs):
                     evaluate_now()
                 for spec, chain in level:
                     try:
-                        solve = solve_current(chain, spec)
+                        solve = solve_current(chain, spec, validated=True)  # prepare() validated it
                     except ChainError as error:
                         raise error.for_chain(spec.label) from None
                     pose_chain(chain, solve.rotations[0])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 # Status of a chain's last solve, as the panel shows it.
 REACHED, OUT_OF_REACH, ERROR = "REACHED", "OUT_OF_REACH", "ERROR"
-ANGLE_NAMES = ("yaw", "theta0", "theta1", "theta2", "roll")
+ANGLE_NAMES = ("yaw", "theta0", "theta1", "theta2", "roll")  # Readout.angles, in this order
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,10 @@ _paused = [False]
 
 def store_solution(armature_name, chain_name, solution, index=0):
     """Keep a solve's result (sample ``index`` of a solver solution) for the read-out."""
-    reachable = bool(solution.reachable[index])
     _readouts[(armature_name, chain_name)] = Readout(
-        REACHED if reachable else OUT_OF_REACH, float(solution.miss[index]),
-        tuple(float(getattr(solution, name)[index]) for name in ANGLE_NAMES))
+        REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
+        (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),
+         float(solution.theta2[index]), float(solution.roll[index])))
 
 
 def store_error(armature_name, chain_name, message):
