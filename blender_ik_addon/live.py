@@ -29,6 +29,7 @@ _live = set()  # names of armature objects with a live chain
 _stale = [True]  # _live must be rebuilt before use
 _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
+_armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone) when read, its _armature_inputs)
 
 
 def _matrix(obj, bone_name=""):
@@ -66,12 +67,11 @@ def _coupling(obj, bone_name=""):
     return tuple(coupling)
 
 
-def _inputs(armature, spec, scene):
-    """Everything a live solve of one chain reads or validates, as comparable plain values, in two parts:
-    what validation reads (a change re-validates: a constraint muted, a bone flag, Rest Position) and what
-    only moves the goals (the matrices and the frame: a change re-solves a validated chain)."""
+def _armature_inputs(armature, tip_bone):
+    """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
+    constraints, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's parent bone's)."""
     try:
-        names = chain_names(armature, spec.tip_bone)
+        names = chain_names(armature, tip_bone)
     except ChainError:
         names = None
     chain, parent = None, None
@@ -87,12 +87,35 @@ def _inputs(armature, spec, scene):
         parent = pose_bones[names[0]].parent
         parent = parent.matrix.copy() if parent is not None else None
     state = (armature.mode, armature.data.pose_position, _drivers(armature))
+    return (chain, state), (_matrix(armature), parent)
+
+
+def _inputs(armature, spec, scene, armature_inputs):
+    """Everything a live solve of one chain reads or validates, as comparable plain values, in two parts:
+    what validation reads (a change re-validates: a constraint muted, a bone flag, Rest Position) and what
+    only moves the goals (the matrices and the frame: a change re-solves a validated chain).
+    ``armature_inputs``: :func:`_armature_inputs` of the chain's armature."""
+    (chain, state), (armature_matrix, parent) = armature_inputs
     poled = spec.plane == "POLE"
     validation = (chain, state, spec, _coupling(spec.target, spec.target_bone),
                   _coupling(spec.pole, spec.pole_bone) if poled else None)
-    motion = (_matrix(armature), parent, _matrix(spec.target, spec.target_bone),
+    motion = (armature_matrix, parent, _matrix(spec.target, spec.target_bone),
               _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current)
     return validation, motion
+
+
+def _read_armature(key, armature, tip_bone, updated):
+    """:func:`_armature_inputs`, or the ones read at the last update when nothing can have changed them since:
+    the depsgraph update at hand (``updated``: the pointers of the IDs it lists; None when unknown) does not
+    list the armature or its data, and no paused section (an operator's) ended since, which could have
+    changed them out of the handler's sight."""
+    known = _armature_read.get(key)
+    if (updated is not None and known is not None and known[0] == (runtime.pauses(), tip_bone)
+            and armature.as_pointer() not in updated and armature.data.as_pointer() not in updated):
+        return known[1]
+    read = _armature_inputs(armature, tip_bone)
+    _armature_read[key] = (runtime.pauses(), tip_bone), read
+    return read
 
 
 def _live_chains(armature):
@@ -102,9 +125,9 @@ def _live_chains(armature):
     return [chain_settings for chain_settings in settings.chains if chain_settings.live and chain_settings.enabled]
 
 
-def solve_live(armature, scene, force=False):
+def solve_live(armature, scene, force=False, updated=None):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
-    never raise. Returns how many chains were posed."""
+    never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`."""
     errors, read = {}, []
     duplicate = props.duplicate_name(armature)
     for chain_settings in _live_chains(armature):
@@ -113,7 +136,7 @@ def solve_live(armature, scene, force=False):
         if spec.label == duplicate:  # names key Live's state: two chains of one name would overwrite each other
             errors[spec] = f"Two chains are named '{duplicate}': rename one"
             continue
-        inputs = _inputs(armature, spec, scene)
+        inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
         if not force and last == inputs:
             continue
@@ -191,39 +214,42 @@ def rescan():
     props.migrate_all()
     _live.clear()
     _live.update(obj.name for obj in bpy.data.objects if obj.library is None and _has_live(obj))
-    for key in list(_last_inputs):
-        if key[0] not in _live:
-            del _last_inputs[key]
+    for cache in (_last_inputs, _armature_read):
+        for key in [key for key in cache if key[0] not in _live]:
+            del cache[key]
     _stale[0] = False
 
 
-def _notice_new(depsgraph):
-    """An update that shows a live armature the cache does not know (duplicated, appended, renamed)."""
+def _updated(depsgraph):
+    """The pointers of the (original) IDs a depsgraph update lists; marks the cache stale when one is a live
+    armature the cache does not know (duplicated, appended, renamed)."""
+    updated = set()
     for update in depsgraph.updates:
-        obj = getattr(update.id, "original", update.id)
-        if isinstance(obj, bpy.types.Object) and obj.name not in _live and _has_live(obj):
+        original = getattr(update.id, "original", update.id)
+        updated.add(original.as_pointer())
+        if (not _stale[0] and isinstance(original, bpy.types.Object) and original.name not in _live
+                and _has_live(original)):
             _stale[0] = True
-            return
+    return updated
 
 
 def follow(scene, depsgraph=None):
     if runtime.is_paused():
         return
-    if depsgraph is not None and not _stale[0]:
-        _notice_new(depsgraph)
+    updated = _updated(depsgraph) if depsgraph is not None else None
     if _stale[0]:
         with runtime.paused():
             rescan()
     if not _live:
         return
-    with runtime.paused():
+    with runtime.paused(counted=False):
         for name in list(_live):
             armature = bpy.data.objects.get(name)
             if armature is None or not _has_live(armature):
                 _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
                 continue
             if name in scene.objects:
-                solve_live(armature, scene)
+                solve_live(armature, scene, updated=updated)
 
 
 @persistent
@@ -242,6 +268,7 @@ def on_data_replaced(*_args):
     _stale[0] = True
     _last_inputs.clear()
     _validated.clear()
+    _armature_read.clear()
     forget_read_chains()
 
 
@@ -267,7 +294,7 @@ def live_changed(armature):
                 pass
     scene = bpy.context.scene
     if scene is not None and armature.name in scene.objects and not runtime.is_paused():
-        with runtime.paused():
+        with runtime.paused(counted=False):
             solve_live(armature, scene, force=True)
 
 
@@ -298,4 +325,5 @@ def unregister():
     _live.clear()
     _last_inputs.clear()
     _validated.clear()
+    _armature_read.clear()
     forget_read_chains()

@@ -20,6 +20,9 @@ class Readout:
 
 _readouts = {}  # (armature name, chain name) -> Readout
 _paused = [False]
+# Counts the paused sections that ended: what they changed was evaluated while live solving was paused, so a
+# later depsgraph update does not list it (live.py re-reads everything after one).
+_pauses = [0]
 
 
 def store_solution(armature_name, chain_name, solution, index=0):
@@ -52,11 +55,18 @@ def is_paused():
     return _paused[0]
 
 
+def pauses():
+    """How many paused sections have ended (see :func:`paused`)."""
+    return _pauses[0]
+
+
 @contextlib.contextmanager
-def paused():
-    """No live solving inside (a bake steps through frames and writes its own keys; a solve poses)."""
+def paused(counted=True):
+    """No live solving inside (a bake steps through frames and writes its own keys; a solve poses).
+    ``counted=False``: live solving's own section, which changes only what it solves (see :func:`pauses`)."""
     was_paused, _paused[0] = _paused[0], True
     try:
         yield
     finally:
         _paused[0] = was_paused
+        _pauses[0] += counted

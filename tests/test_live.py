@@ -1,5 +1,6 @@
 """Live mode: follows the target, the pole, the armature and the frame; no feedback loop; survives reload."""
 import numpy as np
+import pytest
 
 from rigs import add_empty, angle_between, axis_of, build_arm, readout, tip_and_direction
 
@@ -193,3 +194,56 @@ def test_live_pins_the_tip_bone(blender):
     obj.data.bones.active = obj.data.bones["b3"]
     obj.blender_ik.live = True
     assert obj.blender_ik.tip_bone == "b3"
+
+
+def _add_copy_rotation(bpy, obj):
+    constraint = obj.pose.bones["b2"].constraints.new("COPY_ROTATION")
+    constraint.target = obj
+    return constraint
+
+
+def _move_parent_object(bpy, obj):
+    parent = bpy.data.objects.new("Holder", None)
+    bpy.context.scene.collection.objects.link(parent)
+    obj.parent = parent
+    bpy.context.view_layer.update()
+    parent.location = (0.4, -0.3, 0.2)  # only the parent is tagged; the armature moves through it
+    parent.rotation_euler = (0.3, 0.0, 0.5)
+
+
+def _turn_root_bone(bpy, obj):
+    obj.pose.bones["root"].rotation_mode = "XYZ"
+    obj.pose.bones["root"].rotation_euler = (0.2, -0.3, 0.4)
+
+
+@pytest.mark.parametrize("change", [_move_parent_object, _turn_root_bone])
+def test_what_moves_the_armature_without_touching_the_target_is_followed(blender, change):
+    """Live reuses what it read of the armature while a depsgraph update lists neither it nor its data; a move
+    that reaches the armature through a parent, or a turn of the chain's parent bone, lists it."""
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    target.location = (0.5, -0.6, 1.3)
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+    change(bpy, obj)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+
+
+def test_a_change_made_while_live_was_paused_is_seen_at_the_next_update(blender):
+    """An operator's change is evaluated inside its paused section, so the next update does not list the
+    armature: Live must still re-read it (here: a constraint added to a chain bone is refused)."""
+    bpy = blender
+    from blender_ik_addon import runtime
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    assert readout(obj).status == "REACHED"
+    with runtime.paused():
+        _add_copy_rotation(bpy, obj)
+        bpy.context.view_layer.update()
+    target.location = (0.5, -0.6, 1.3)
+    bpy.context.view_layer.update()
+    status = readout(obj)
+    assert status.status == "ERROR" and "constraints" in status.message, status
