@@ -16,6 +16,8 @@ from .chain import (AXES, ChainError, bone_path, evaluate_now, prepare, rotation
 from .report import compact_frames
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
+# What the bake writes: keys, or samples (one 16-byte point a frame, played linearly between frames; see keys.py).
+OUTPUTS = ("KEYS", "SAMPLES")
 # What one frame of one chain costs while baking, almost all of it Blender's own keys and their evaluated
 # copy: 1.8 KB at peak, measured (100,000 frames of one quaternion chain, bpy 5.0; the bake works in blocks,
 # see BLOCK_FRAMES), with a margin.
@@ -50,6 +52,7 @@ class BakeResult:
     seconds: float = 0.0
     live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
     rigs_muted: list = field(default_factory=list)  # chains whose built rig the operator muted
+    output: str = "KEYS"  # what was written: one of OUTPUTS
 
     @property
     def unreachable(self):
@@ -59,6 +62,8 @@ class BakeResult:
     def summary(self):
         first, last = int(self.frames[0]), int(self.frames[-1])
         text = f"Baked {len(self.frames)} frames ({first}-{last})"
+        if self.output == "SAMPLES":
+            text += " to samples"
         if len(self.chains) > 1:
             text += f" × {len(self.chains)} chains"
         notes = []
@@ -83,7 +88,7 @@ def _previous_values(armature, pose_bone, frame):
     path = bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))
     current = rotation_values(pose_bone)
     curves = [keys.find_fcurve(armature, path, index) for index in range(len(current))]
-    if all(curve is not None and len(curve.keyframe_points) for curve in curves):
+    if all(curve is not None and (len(curve.keyframe_points) or keys.has_samples(curve)) for curve in curves):
         return np.array([curve.evaluate(frame) for curve in curves]), path
     return current, path
 
@@ -112,9 +117,9 @@ def _check_range(scene, frame_start, frame_end, step, chains):
                          "bake a shorter range, a larger step, or fewer chains at a time")
 
 
-def _check_keys(scene, armature, levels, allow_shared):
-    """Refuse keys that would not be kept, or would not play back as written (see keys.py), before any
-    change. Returns the rotation paths the bake writes."""
+def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_range=None):
+    """Refuse keys that would not be kept, or would not play back as written (see keys.py), and keys or samples
+    the ``output`` over ``frame_range`` would lose, before any change. Returns the rotation paths the bake writes."""
     name = f"Armature '{armature.name}'"
     if scene.render.frame_map_old != scene.render.frame_map_new:
         raise ChainError(f"The scene remaps time (Time Stretching {scene.render.frame_map_old} -> "
@@ -137,7 +142,9 @@ def _check_keys(scene, armature, levels, allow_shared):
         for spec, chain in level:
             for pose_bone in chain.pose_bones:
                 bones[bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))] = (spec, pose_bone.name)
-    for path, index, reason in keys.channel_problems(armature, bones):
+    problems = keys.channel_problems(armature, bones)
+    problems += keys.output_problems(armature, bones, output == "SAMPLES", frame_range)
+    for path, index, reason in problems:
         spec, bone_name = bones[path]
         raise ChainError(f"The F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{bone_name}' {reason}",
                          spec.label)
@@ -266,7 +273,7 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
 
 
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
-                allow_shared=False):
+                allow_shared=False, output="KEYS"):
     """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.
 
     Validates every chain first and raises :class:`chain.ChainError` (naming the chain) with nothing
@@ -278,7 +285,11 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     a linked action, NLA tweak mode, a blended action, remapped time); an action (or slot) that other
     IDs play too only with ``allow_shared``. After writing, the pose Blender evaluates from the keys is
     compared with the solve at the current frame (or the nearest baked one); if something in the scene
-    changes it, the keys and the pose are put back exactly as they were and ChainError says so."""
+    changes it, the keys and the pose are put back exactly as they were and ChainError says so.
+
+    ``output`` 'SAMPLES' writes samples instead of keys (a quarter of the memory; see keys.write_samples): one per
+    frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
+    then holds the samples and nothing else: a channel with keys or samples outside the range is refused."""
     began = time.perf_counter()
     if step < 1:
         raise ChainError(f"Step must be 1 or more (got {step})")
@@ -286,6 +297,13 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         raise ChainError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
     if interpolation not in INTERPOLATIONS:
         raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
+    if output not in OUTPUTS:
+        raise ChainError(f"Output must be one of {', '.join(OUTPUTS)}")
+    if output == "SAMPLES" and step != 1:
+        raise ChainError(f"Samples are one per frame: bake them with step 1 (got {step}), or bake keys")
+    if output == "SAMPLES" and interpolation != "LINEAR":
+        raise ChainError(f"Samples play linearly between frames: bake them with Linear interpolation (got "
+                         f"{interpolation.title()}), or bake keys")
     if not specs:
         raise ChainError(f"Armature '{armature.name}' has no chain to bake: add one (or enable one)")
     _check_range(scene, frame_start, frame_end, step, len(specs))
@@ -298,7 +316,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                 sampling.check_chain_not_animated(chain)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
-    paths = _check_keys(scene, armature, levels, allow_shared)
+    paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
     frames = np.arange(frame_start, frame_end + 1, step)
 
     snapshot = keys.snapshot_channels(armature, paths)
@@ -315,8 +333,11 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
             reasons += [reason for reason in level_reasons if reason not in reasons]
             checks += level_checks
             written = True
-            keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
-                            replace=(frame_start, frame_end))
+            if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
+                keys.write_samples(armature, channels, frame_start, values)
+            else:
+                keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
+                                replace=(frame_start, frame_end))
             del values
             _show_keys(armature)
         _verify(scene, armature, checks, frames)
@@ -330,7 +351,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     finally:
         keys.discard_snapshot(snapshot)
 
-    return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began)
+    return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began, output=output)
 
 
 def scene_range(scene):
