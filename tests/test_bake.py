@@ -51,12 +51,15 @@ def check_replay(bpy, obj, target, result, up_axis="Z"):
     assert errors[:, 1].max() < ANGLE_TOLERANCE
 
 
-def rotation_keys(obj, bone, path):
+def rotation_keys(obj, bone, path, samples=False):
+    """Per channel, the (frame, value) of every key (or sample) of a bone's rotation F-curves."""
     from blender_ik_addon import keys
     data_path = f'pose.bones["{bone}"].{path}'
     curves = [c for c in keys.object_fcurves(obj) if c.data_path == data_path]
     curves.sort(key=lambda c: c.array_index)
-    return [np.array([tuple(k.co) for k in c.keyframe_points]) for c in curves]
+    for c in curves:  # one or the other, never both
+        assert not len(c.sampled_points if not samples else c.keyframe_points)
+    return [np.array([tuple(k.co) for k in (c.sampled_points if samples else c.keyframe_points)]) for c in curves]
 
 
 def test_animated_empty_bakes_exactly_through_the_direct_path(blender):
