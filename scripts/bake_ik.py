@@ -44,8 +44,8 @@ UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME ...] "
-         "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] [--bake-output {keys,samples}] "
-         "[--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
+         "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
+         "[--bake-output {keys,samples}] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
 # How long the workers of an interrupted run get to clean up after themselves before they are killed (the
 # parent then removes their temporary files itself).

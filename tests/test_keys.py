@@ -366,8 +366,9 @@ def test_write_samples_creates_samples_that_play_linearly(empty_file, values_dty
     for fcurve in fcurves:
         assert fcurve.group is not None and fcurve.group.name == "B"
         assert len(fcurve.keyframe_points) == 0
+        column = values[:, fcurve.array_index]
         assert [co for co, _ in samples_of(fcurve)] == [
-            (float(frame), float(np.float32(value))) for frame, value in zip(range(3, 13), values[:, fcurve.array_index])]
+            (float(frame), float(np.float32(value))) for frame, value in zip(range(3, 13), column)]
     for frame, expected in zip(range(3, 13), values):
         np.testing.assert_array_equal(evaluated(rig, QUAT, frame, 4), expected.astype(np.float32))
     # Linear between frames, as LINEAR keys on every frame play; held beyond the last.
