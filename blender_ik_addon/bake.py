@@ -23,6 +23,9 @@ OUTPUTS = ("KEYS", "SAMPLES")
 # see BLOCK_FRAMES), with a margin.
 # A bake larger than the budget is refused with its estimate.
 BYTES_PER_CHAIN_FRAME = 4096
+# The same for a bake to samples (a sample takes 16 bytes against a key's 72): 0.44 KB at peak, measured the same
+# way (scripts/bench_memory.py), with a margin.
+BYTES_PER_SAMPLED_CHAIN_FRAME = 1024
 MEMORY_BUDGET = 2 << 30
 # Frames sampled, solved and converted at a time: the float64 arrays of a block stay a few MiB whatever the
 # range; only the keys' float32 values span it.
@@ -103,18 +106,21 @@ def _invalid_samples(spec, target, pole):
     return bad
 
 
-def _check_range(scene, frame_start, frame_end, step, chains):
+def _check_range(scene, frame_start, frame_end, step, chains, output="KEYS"):
     """Refuse frames Blender cannot show (it would clamp them onto its last frame) and a bake too large to
     hold in memory."""
     limits = scene.bl_rna.properties["frame_current"]
     if frame_start < limits.hard_min or frame_end > limits.hard_max:
         raise ChainError(f"Frames {frame_start}-{frame_end} go beyond Blender's frame limits "
                          f"({limits.hard_min} to {limits.hard_max}); bake a range inside them")
-    estimate = ((frame_end - frame_start) // step + 1) * chains * BYTES_PER_CHAIN_FRAME
+    per_chain_frame = BYTES_PER_SAMPLED_CHAIN_FRAME if output == "SAMPLES" else BYTES_PER_CHAIN_FRAME
+    estimate = ((frame_end - frame_start) // step + 1) * chains * per_chain_frame
     if estimate > MEMORY_BUDGET:
+        way_out = ("a shorter range or fewer chains at a time" if output == "SAMPLES"
+                   else "a shorter range, a larger step, fewer chains at a time, or to samples")
         raise ChainError(f"Baking {(frame_end - frame_start) // step + 1} frames × {chains} chain(s) would need about "
                          f"{estimate / (1 << 30):.1f} GB of memory (more than {MEMORY_BUDGET / (1 << 30):.0f} GB); "
-                         "bake a shorter range, a larger step, or fewer chains at a time")
+                         f"bake {way_out}")
 
 
 def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_range=None):
@@ -306,7 +312,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                          f"{interpolation.title()}), or bake keys")
     if not specs:
         raise ChainError(f"Armature '{armature.name}' has no chain to bake: add one (or enable one)")
-    _check_range(scene, frame_start, frame_end, step, len(specs))
+    _check_range(scene, frame_start, frame_end, step, len(specs), output)
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
