@@ -663,13 +663,8 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
                ("BEZIER", "Bezier", "Smooth curves through the baked keys"),
                ("CONSTANT", "Constant", "Hold each key until the next")],
         description="Interpolation of the new keys")
-    output: bpy.props.EnumProperty(
-        name="Output", default="KEYS",
-        items=[("KEYS", "Keys", "Rotation keyframes, editable"),
-               ("SAMPLES", "Samples", "One sample per frame, played linearly between frames, in a quarter of the "
-                                      "memory of keys; not editable until Graph Editor > Channel > Samples to Keys "
-                                      "(step 1 and Linear only; refused on F-curves with keys outside the range)")],
-        description="What the bake writes")
+    output: bpy.props.EnumProperty(name="Output", items=props.OUTPUT_ITEMS, default="KEYS",
+                                   description="What the bake writes")
     chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
                                    description="Which chains to bake")
     shared_action: bpy.props.BoolProperty(
