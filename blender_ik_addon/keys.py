@@ -495,6 +495,11 @@ def restore_channels(obj, snapshot):
 # samples whatever the range. A sampled F-curve takes no keys: keyframe_points.add on one corrupts it (keys and
 # samples share one point count), which is why Blender's keyframe_insert refuses it.
 
+_SAMPLING_FRAMES = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters["end"]
+# convert_to_samples takes frames within Blender's limits and excludes its end: at most this many samples at once.
+MAX_SAMPLES = _SAMPLING_FRAMES.hard_max - _SAMPLING_FRAMES.hard_min
+
+
 def has_samples(fcurve):
     """Whether ``fcurve`` holds samples (Graph Editor > Channel > Keys to Samples) rather than keys."""
     return len(fcurve.sampled_points) > 0
@@ -523,7 +528,9 @@ def _set_samples(fcurve, co, select=None):
     # One key is all convert_to_samples needs; the values come after. Writing every key first would need a
     # key array (72 bytes a frame) only to throw it away.
     keyframe_points.add(1)
-    first = int(co[0, 0])
+    # The frames are set with the values, so the samples can be made anywhere: where their end, excluded, is
+    # still within Blender's limits (samples up to the last frame need it one past).
+    first = min(int(co[0, 0]), _SAMPLING_FRAMES.hard_max - len(co))
     fcurve.convert_to_samples(first, first + len(co))
     fcurve.sampled_points.foreach_set("co", np.ascontiguousarray(co, dtype=np.float32).ravel())
     if select is not None:
@@ -573,6 +580,8 @@ def write_samples(obj, channels, frame_start, values):
         raise ValueError(f"values must have shape (frames, {len(channels)}), got {values.shape}")
     if len(values) == 0 or len(channels) == 0:
         return
+    if len(values) > MAX_SAMPLES:
+        raise ValueError(f"{len(values)} frames of samples: at most {MAX_SAMPLES} fit in one F-curve")
     frame_start = int(frame_start)
     frame_range = (frame_start, frame_start + len(values) - 1)
     for data_path, index, reason in output_problems(obj, [path for path, _, _ in channels], True, frame_range):

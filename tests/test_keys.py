@@ -441,3 +441,17 @@ def test_restore_channels_puts_keys_and_samples_back_exactly(empty_file, before,
     if before != "nothing":  # and Blender plays them, not a stale evaluated copy
         for frame, values in expected.items():
             np.testing.assert_array_equal(evaluated(rig, QUAT, frame, 4), values)
+
+
+def test_samples_reach_blenders_last_frame(empty_file):
+    """convert_to_samples excludes its end and takes no end past Blender's last frame: the samples are still
+    made up to it."""
+    rig = make_rig()
+    last = bpy.types.Scene.bl_rna.properties["frame_current"].hard_max
+    values = random_quaternions(5, seed=5)
+    keys.write_samples(rig, quaternion_channels(), last - 4, values)
+    for fcurve in keys.object_fcurves(rig):
+        assert [co[0] for co, _ in samples_of(fcurve)] == list(map(float, range(last - 4, last + 1)))
+    np.testing.assert_allclose(evaluated(rig, QUAT, last, 4), values[-1], atol=1e-7)
+    with pytest.raises(ValueError, match=rf"at most {keys.MAX_SAMPLES} fit in one F-curve"):
+        keys.write_samples(make_rig("Other"), quaternion_channels(), -last, np.zeros((keys.MAX_SAMPLES + 1, 4)))

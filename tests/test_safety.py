@@ -533,3 +533,19 @@ def test_the_range_boundary_of_a_bake_to_samples_is_exact(blender, outside):
         assert [point.co[0] for point in b1_fcurve(obj, index).sampled_points] == list(range(10, 21))
     bpy.context.scene.frame_set(15)
     assert on_target(obj, target)
+
+
+def test_a_bake_to_samples_reaches_the_last_frame_and_no_further(blender):
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = arm_with_target(bpy)
+    limit = bpy.context.scene.bl_rna.properties["frame_current"].hard_max
+    bake_armature(bpy.context.scene, obj, frame_start=limit - 10, frame_end=limit, output="SAMPLES")
+    assert [point.co[0] for point in b1_fcurve(obj).sampled_points] == list(range(limit - 10, limit + 1))
+    bpy.context.scene.frame_set(limit)
+    assert on_target(obj, target)
+    before = all_keys(obj)
+    with pytest.raises(ChainError, match=rf"Frames {-limit}-{limit} are more than an F-curve of samples holds"):
+        bake_armature(bpy.context.scene, obj, frame_start=-limit, frame_end=limit, output="SAMPLES")
+    assert all_keys(obj) == before
