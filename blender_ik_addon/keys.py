@@ -519,8 +519,8 @@ def _drop_samples(fcurve):
 
 
 def _set_samples(fcurve, co, select=None):
-    """Make ``fcurve`` hold exactly the samples ``co`` ((n, 2) float32 frame, value; n >= 1, frames one apart from
-    an integer first frame) and nothing else. Its keys, or samples, are dropped."""
+    """Make ``fcurve`` hold exactly the samples ``co`` ((n, 2) float32 frame and value, n >= 1) and nothing else:
+    its keys, or samples, are dropped."""
     if has_samples(fcurve):
         _drop_samples(fcurve)
     keyframe_points = fcurve.keyframe_points
@@ -558,11 +558,12 @@ def output_problems(obj, data_paths, samples, frame_range):
         frames = _point_frames(fcurve.sampled_points if sampled else fcurve.keyframe_points)
         outside = frames[(frames < first) | (frames > last)]
         if len(outside):
-            span = f"{outside.min():g}" if outside.min() == outside.max() else f"{outside.min():g}-{outside.max():g}"
+            span = (f"at frame {outside[0]:g}" if len(outside) == 1 else
+                    f"{len(outside)} of them, frames {outside.min():g} to {outside.max():g}")
             what = "samples" if sampled else "keys"
             way_out = ("bake a range that covers them, or turn them into keys (Graph Editor > Channel > Samples to "
                        "Keys) and bake to keys" if sampled else "bake to keys (which keeps them), or delete them")
-            problems.append(where + (f"has {what} outside frames {first}-{last} (at {span}), which a bake to samples "
+            problems.append(where + (f"has {what} outside frames {first}-{last} ({span}), which a bake to samples "
                                      f"would delete (an F-curve of samples holds nothing else): {way_out}",))
     return problems
 

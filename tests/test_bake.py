@@ -487,9 +487,10 @@ def sample_b1(bpy, obj, start, end):
     ("none", dict(interpolation="BEZIER"),
      r"Samples play linearly between frames: bake them with Linear interpolation \(got Bezier\), or bake keys"),
     ("keys", {}, r"Chain 'b3': The F-curve rotation_quaternion\[0\] of bone 'b1' has keys outside frames 10-30 "
-                 r"\(at 5-40\), which a bake to samples would delete .*: bake to keys \(which keeps them\), or "
-                 "delete them"),
-    ("samples", {}, r"rotation_quaternion\[0\] of bone 'b1' has samples outside frames 10-30 \(at 5-40\), .*: "
+                 r"\(2 of them, frames 5 to 40\), which a bake to samples would delete .*: bake to keys \(which "
+                 r"keeps them\), or delete them"),
+    ("samples", {}, r"rotation_quaternion\[0\] of bone 'b1' has samples outside frames 10-30 \(15 of them, "
+                    r"frames 5 to 40\), .*: "
                     r"bake a range that covers them, or turn them into keys \(Graph Editor > Channel > Samples to "
                     r"Keys\) and bake to keys"),
     ("samples", dict(output="KEYS"), r"rotation_quaternion\[0\] of bone 'b1' holds samples \(Keys to Samples\), "

@@ -401,7 +401,9 @@ def test_write_samples_refuses_a_curve_with_points_outside_the_frames(empty_file
         for fcurve in keys.object_fcurves(rig):
             fcurve.convert_to_samples(1, 21)
     before = {fcurve.array_index: (key_snapshot(fcurve), samples_of(fcurve)) for fcurve in keys.object_fcurves(rig)}
-    with pytest.raises(ValueError, match=rf"rotation_quaternion\[0\] has {existing} outside frames 5-14 \(at 1-20\)"):
+    outside = 2 if existing == "keys" else 10  # the keys at 1 and 20; the samples 1-4 and 15-20
+    with pytest.raises(ValueError, match=rf"rotation_quaternion\[0\] has {existing} outside frames 5-14 "
+                                         rf"\({outside} of them, frames 1 to 20\)"):
         keys.write_samples(rig, quaternion_channels(), 5, random_quaternions(10))
     assert before == {f.array_index: (key_snapshot(f), samples_of(f)) for f in keys.object_fcurves(rig)}
 

@@ -523,7 +523,7 @@ def test_the_range_boundary_of_a_bake_to_samples_is_exact(blender, outside):
         points.handles_recalc()  # (not fcurve.update(): it merges keys this close)
         before = all_keys(obj)
         with pytest.raises(ChainError, match=rf"rotation_quaternion\[1\] of bone 'b1' has keys outside frames 10-20 "
-                                             rf"\(at {outside:g}\)"):
+                                             rf"\(at frame {outside:g}\)"):
             bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20, output="SAMPLES")
         assert all_keys(obj) == before
         return
