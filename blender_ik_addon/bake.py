@@ -16,11 +16,16 @@ from .chain import (AXES, ChainError, bone_path, evaluate_now, prepare, rotation
 from .report import compact_frames
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
+# What the bake writes: keys, or samples (one 16-byte point a frame, played linearly between frames; see keys.py).
+OUTPUTS = ("KEYS", "SAMPLES")
 # What one frame of one chain costs while baking, almost all of it Blender's own keys and their evaluated
 # copy: 1.8 KB at peak, measured (100,000 frames of one quaternion chain, bpy 5.0; the bake works in blocks,
 # see BLOCK_FRAMES), with a margin.
 # A bake larger than the budget is refused with its estimate.
 BYTES_PER_CHAIN_FRAME = 4096
+# The same for a bake to samples (a sample takes 16 bytes against a key's 72): 0.44 KB at peak, measured the same
+# way (scripts/bench_memory.py), with a margin.
+BYTES_PER_SAMPLED_CHAIN_FRAME = 1024
 MEMORY_BUDGET = 2 << 30
 # Frames sampled, solved and converted at a time: the float64 arrays of a block stay a few MiB whatever the
 # range; only the keys' float32 values span it.
@@ -50,6 +55,7 @@ class BakeResult:
     seconds: float = 0.0
     live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
     rigs_muted: list = field(default_factory=list)  # chains whose built rig the operator muted
+    output: str = "KEYS"  # what was written: one of OUTPUTS
 
     @property
     def unreachable(self):
@@ -59,6 +65,8 @@ class BakeResult:
     def summary(self):
         first, last = int(self.frames[0]), int(self.frames[-1])
         text = f"Baked {len(self.frames)} frames ({first}-{last})"
+        if self.output == "SAMPLES":
+            text += " to samples"
         if len(self.chains) > 1:
             text += f" × {len(self.chains)} chains"
         notes = []
@@ -83,7 +91,7 @@ def _previous_values(armature, pose_bone, frame):
     path = bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))
     current = rotation_values(pose_bone)
     curves = [keys.find_fcurve(armature, path, index) for index in range(len(current))]
-    if all(curve is not None and len(curve.keyframe_points) for curve in curves):
+    if all(curve is not None and (len(curve.keyframe_points) or keys.has_samples(curve)) for curve in curves):
         return np.array([curve.evaluate(frame) for curve in curves]), path
     return current, path
 
@@ -98,23 +106,29 @@ def _invalid_samples(spec, target, pole):
     return bad
 
 
-def _check_range(scene, frame_start, frame_end, step, chains):
+def _check_range(scene, frame_start, frame_end, step, chains, output="KEYS"):
     """Refuse frames Blender cannot show (it would clamp them onto its last frame) and a bake too large to
     hold in memory."""
     limits = scene.bl_rna.properties["frame_current"]
     if frame_start < limits.hard_min or frame_end > limits.hard_max:
         raise ChainError(f"Frames {frame_start}-{frame_end} go beyond Blender's frame limits "
                          f"({limits.hard_min} to {limits.hard_max}); bake a range inside them")
-    estimate = ((frame_end - frame_start) // step + 1) * chains * BYTES_PER_CHAIN_FRAME
+    if output == "SAMPLES" and frame_end - frame_start + 1 > keys.MAX_SAMPLES:
+        raise ChainError(f"Frames {frame_start}-{frame_end} are more than an F-curve of samples holds "
+                         f"({keys.MAX_SAMPLES}); bake a shorter range, or bake keys")
+    per_chain_frame = BYTES_PER_SAMPLED_CHAIN_FRAME if output == "SAMPLES" else BYTES_PER_CHAIN_FRAME
+    estimate = ((frame_end - frame_start) // step + 1) * chains * per_chain_frame
     if estimate > MEMORY_BUDGET:
+        way_out = ("a shorter range or fewer chains at a time" if output == "SAMPLES"
+                   else "a shorter range, a larger step, fewer chains at a time, or to samples")
         raise ChainError(f"Baking {(frame_end - frame_start) // step + 1} frames × {chains} chain(s) would need about "
                          f"{estimate / (1 << 30):.1f} GB of memory (more than {MEMORY_BUDGET / (1 << 30):.0f} GB); "
-                         "bake a shorter range, a larger step, or fewer chains at a time")
+                         f"bake {way_out}")
 
 
-def _check_keys(scene, armature, levels, allow_shared):
-    """Refuse keys that would not be kept, or would not play back as written (see keys.py), before any
-    change. Returns the rotation paths the bake writes."""
+def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_range=None):
+    """Refuse keys that would not be kept, or would not play back as written (see keys.py), and keys or samples
+    the ``output`` over ``frame_range`` would lose, before any change. Returns the rotation paths the bake writes."""
     name = f"Armature '{armature.name}'"
     if scene.render.frame_map_old != scene.render.frame_map_new:
         raise ChainError(f"The scene remaps time (Time Stretching {scene.render.frame_map_old} -> "
@@ -137,7 +151,9 @@ def _check_keys(scene, armature, levels, allow_shared):
         for spec, chain in level:
             for pose_bone in chain.pose_bones:
                 bones[bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))] = (spec, pose_bone.name)
-    for path, index, reason in keys.channel_problems(armature, bones):
+    problems = keys.channel_problems(armature, bones)
+    problems += keys.output_problems(armature, bones, output == "SAMPLES", frame_range)
+    for path, index, reason in problems:
         spec, bone_name = bones[path]
         raise ChainError(f"The F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{bone_name}' {reason}",
                          spec.label)
@@ -266,7 +282,7 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
 
 
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
-                allow_shared=False):
+                allow_shared=False, output="KEYS"):
     """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.
 
     Validates every chain first and raises :class:`chain.ChainError` (naming the chain) with nothing
@@ -278,7 +294,11 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     a linked action, NLA tweak mode, a blended action, remapped time); an action (or slot) that other
     IDs play too only with ``allow_shared``. After writing, the pose Blender evaluates from the keys is
     compared with the solve at the current frame (or the nearest baked one); if something in the scene
-    changes it, the keys and the pose are put back exactly as they were and ChainError says so."""
+    changes it, the keys and the pose are put back exactly as they were and ChainError says so.
+
+    ``output`` 'SAMPLES' writes samples instead of keys (a quarter of the memory; see keys.write_samples): one per
+    frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
+    then holds the samples and nothing else: a channel with keys or samples outside the range is refused."""
     began = time.perf_counter()
     if step < 1:
         raise ChainError(f"Step must be 1 or more (got {step})")
@@ -286,9 +306,16 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         raise ChainError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
     if interpolation not in INTERPOLATIONS:
         raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
+    if output not in OUTPUTS:
+        raise ChainError(f"Output must be one of {', '.join(OUTPUTS)}")
+    if output == "SAMPLES" and step != 1:
+        raise ChainError(f"Samples are one per frame: bake them with step 1 (got {step}), or bake keys")
+    if output == "SAMPLES" and interpolation != "LINEAR":
+        raise ChainError(f"Samples play linearly between frames: bake them with Linear interpolation (got "
+                         f"{interpolation.title()}), or bake keys")
     if not specs:
         raise ChainError(f"Armature '{armature.name}' has no chain to bake: add one (or enable one)")
-    _check_range(scene, frame_start, frame_end, step, len(specs))
+    _check_range(scene, frame_start, frame_end, step, len(specs), output)
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
@@ -298,7 +325,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                 sampling.check_chain_not_animated(chain)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
-    paths = _check_keys(scene, armature, levels, allow_shared)
+    paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
     frames = np.arange(frame_start, frame_end + 1, step)
 
     snapshot = keys.snapshot_channels(armature, paths)
@@ -315,8 +342,11 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
             reasons += [reason for reason in level_reasons if reason not in reasons]
             checks += level_checks
             written = True
-            keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
-                            replace=(frame_start, frame_end))
+            if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
+                keys.write_samples(armature, channels, frame_start, values)
+            else:
+                keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
+                                replace=(frame_start, frame_end))
             del values
             _show_keys(armature)
         _verify(scene, armature, checks, frames)
@@ -330,7 +360,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     finally:
         keys.discard_snapshot(snapshot)
 
-    return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began)
+    return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began, output=output)
 
 
 def scene_range(scene):

@@ -259,6 +259,10 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
 
     action = ensure_action(obj)
     existing = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in object_fcurves(obj)}
+    for data_path, index, _ in channels:
+        if (data_path, index) in existing and has_samples(existing[(data_path, index)]):
+            raise ValueError(f"the F-curve {data_path}[{index}] holds samples, which take no keys (Graph Editor > "
+                             "Channel > Samples to Keys turns them into keys)")
     defaults = _new_key_defaults()
     for column, (data_path, index, group_name) in enumerate(channels):
         fcurve = existing.get((data_path, index))
@@ -443,7 +447,11 @@ def restore_channels(obj, snapshot):
     saved_fcurves = _saved_fcurves(snapshot)
     for fcurve in object_fcurves(obj):
         key = (fcurve.data_path, fcurve.array_index)
-        if key in saved_fcurves:
+        if key in saved_fcurves and has_samples(saved_fcurves[key]):
+            _restore_samples(fcurve, saved_fcurves[key])
+        elif key in saved_fcurves:
+            if has_samples(fcurve):  # a bake to samples replaced its keys
+                _drop_samples(fcurve)
             saved = _read_keys(saved_fcurves[key].keyframe_points, _KEY_ATTRIBUTES)
             keyframe_points = fcurve.keyframe_points
             keyframe_points.clear()
@@ -478,3 +486,131 @@ def restore_channels(obj, snapshot):
             action.layers.remove(action.layers[-1])
     if not snapshot["had_animation_data"] and anim_data.action is None and not len(anim_data.drivers):
         obj.animation_data_clear()
+
+
+# Sampled F-curves, the bake's Samples output (appended; nothing above depends on them). A sample (FPoint) holds a
+# frame and a value, 16 bytes against a key's 72, one per integer frame, played linearly between frames: what LINEAR
+# keys on every frame play. Measured on 4.2 to 5.2: FCurve.convert_to_samples(start, end) replaces the whole F-curve
+# by samples at start, start + 1, ..., end - 1 (end excluded), and convert_to_keyframes(start, end) frees all the
+# samples whatever the range. A sampled F-curve takes no keys: keyframe_points.add on one corrupts it (keys and
+# samples share one point count), which is why Blender's keyframe_insert refuses it.
+
+_SAMPLING_FRAMES = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters["end"]
+# convert_to_samples takes frames within Blender's limits and excludes its end: at most this many samples at once.
+MAX_SAMPLES = _SAMPLING_FRAMES.hard_max - _SAMPLING_FRAMES.hard_min
+
+
+def has_samples(fcurve):
+    """Whether ``fcurve`` holds samples (Graph Editor > Channel > Keys to Samples) rather than keys."""
+    return len(fcurve.sampled_points) > 0
+
+
+def _point_frames(points):
+    frames = np.empty(2 * len(points), dtype=np.float32)
+    points.foreach_get("co", frames)
+    return frames[0::2]
+
+
+def _drop_samples(fcurve):
+    """Free the samples of ``fcurve``, leaving it empty (no keys, no samples)."""
+    first = int(np.floor(fcurve.sampled_points[0].co[0]))
+    fcurve.convert_to_keyframes(first, first + 1)  # frees every sample; leaves one key
+    fcurve.keyframe_points.clear()
+
+
+def _set_samples(fcurve, co, select=None):
+    """Make ``fcurve`` hold exactly the samples ``co`` ((n, 2) float32 frame and value, n >= 1) and nothing else:
+    its keys, or samples, are dropped."""
+    if has_samples(fcurve):
+        _drop_samples(fcurve)
+    keyframe_points = fcurve.keyframe_points
+    keyframe_points.clear()
+    # One key is all convert_to_samples needs; the values come after. Writing every key first would need a
+    # key array (72 bytes a frame) only to throw it away.
+    keyframe_points.add(1)
+    # The frames are set with the values, so the samples can be made anywhere: where their end, excluded, is
+    # still within Blender's limits (samples up to the last frame need it one past).
+    first = min(int(co[0, 0]), _SAMPLING_FRAMES.hard_max - len(co))
+    fcurve.convert_to_samples(first, first + len(co))
+    fcurve.sampled_points.foreach_set("co", np.ascontiguousarray(co, dtype=np.float32).ravel())
+    if select is not None:
+        fcurve.sampled_points.foreach_set("select", select)
+
+
+def output_problems(obj, data_paths, samples, frame_range):
+    """What a bake of ``data_paths`` (of ``obj``'s own animation) over ``frame_range`` (first, last) would lose,
+    as (data_path, index, reason) tuples. To keys (``samples`` false): an F-curve that holds samples, which takes
+    no keys. To samples: an F-curve with keys or samples outside the range, which the samples would replace
+    (a sampled F-curve holds nothing else). Keys and samples inside the range are the bake's to replace."""
+    wanted = set(data_paths)
+    problems = []
+    for fcurve in object_fcurves(obj):
+        if fcurve.data_path not in wanted:
+            continue
+        where = (fcurve.data_path, fcurve.array_index)
+        sampled = has_samples(fcurve)
+        if not samples:
+            if sampled:
+                problems.append(where + ("holds samples (Keys to Samples), which take no keys: bake to samples, or "
+                                         "turn them into keys first (Graph Editor > Channel > Samples to Keys)",))
+            continue
+        first, last = frame_range
+        frames = _point_frames(fcurve.sampled_points if sampled else fcurve.keyframe_points)
+        outside = frames[(frames < first) | (frames > last)]
+        if len(outside):
+            span = (f"at frame {outside[0]:g}" if len(outside) == 1 else
+                    f"{len(outside)} of them, frames {outside.min():g} to {outside.max():g}")
+            what = "samples" if sampled else "keys"
+            way_out = ("bake a range that covers them, or turn them into keys (Graph Editor > Channel > Samples to "
+                       "Keys) and bake to keys" if sampled else "bake to keys (which keeps them), or delete them")
+            problems.append(where + (f"has {what} outside frames {first}-{last} ({span}), which a bake to samples "
+                                     f"would delete (an F-curve of samples holds nothing else): {way_out}",))
+    return problems
+
+
+def write_samples(obj, channels, frame_start, values):
+    """Sample ``values`` on ``channels`` of ``obj`` at frames ``frame_start``, ``frame_start + 1``, ..., one F-curve
+    at a time.
+
+    ``channels`` is a list of ``(data_path, array_index, group_name)``, ``values`` an (F, len(channels)) array; the
+    action, slot and F-curves are created as needed. Each channel's F-curve is replaced whole by the F samples,
+    which Blender plays linearly between frames; other channels are kept. Raises ValueError, with nothing changed,
+    when a channel has keys or samples outside the frames (see :func:`output_problems`)."""
+    values = np.asarray(values)
+    if values.ndim != 2 or values.shape[1] != len(channels):
+        raise ValueError(f"values must have shape (frames, {len(channels)}), got {values.shape}")
+    if len(values) == 0 or len(channels) == 0:
+        return
+    if len(values) > MAX_SAMPLES:
+        raise ValueError(f"{len(values)} frames of samples: at most {MAX_SAMPLES} fit in one F-curve")
+    frame_start = int(frame_start)
+    frame_range = (frame_start, frame_start + len(values) - 1)
+    for data_path, index, reason in output_problems(obj, [path for path, _, _ in channels], True, frame_range):
+        if any(path == data_path and channel == index for path, channel, _ in channels):
+            raise ValueError(f"the F-curve {data_path}[{index}] {reason}")
+
+    action = ensure_action(obj)
+    existing = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in object_fcurves(obj)}
+    co = np.empty((len(values), 2), dtype=np.float32)
+    co[:, 0] = np.arange(frame_range[0], frame_range[1] + 1)
+    for column, (data_path, index, group_name) in enumerate(channels):
+        fcurve = existing.get((data_path, index))
+        if fcurve is None:
+            fcurve = _new_fcurve(obj, action, data_path, index, group_name)
+            existing[(data_path, index)] = fcurve
+        co[:, 1] = values[:, column]
+        _set_samples(fcurve, co)
+    # Samples set through foreach_set do not tag the action: without this the evaluated copy keeps the old ones
+    # (4.2 even through frame_set).
+    action.update_tag()
+
+
+def _restore_samples(fcurve, saved):
+    """Give ``fcurve`` the samples of ``saved`` (its copy in a snapshot), frames, values and selection as they were."""
+    points = saved.sampled_points
+    co = np.empty(2 * len(points), dtype=np.float32)
+    points.foreach_get("co", co)
+    select = np.empty(len(points), dtype=bool)
+    points.foreach_get("select", select)
+    _set_samples(fcurve, co.reshape(-1, 2), select)
+    fcurve.id_data.update_tag()

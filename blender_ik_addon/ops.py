@@ -606,12 +606,12 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
 
 
 def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
-             progress=None, names=None, specs=None, allow_shared=False):
+             progress=None, names=None, specs=None, allow_shared=False, output="KEYS"):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
     ``specs``: chains described directly instead of the settings), then update the settings: pin empty tip
     bones and turn Live off on the baked chains (the keys drive them now). Returns the bake.BakeResult.
     The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
-    IDs play too (see :func:`bake.bake_chains`)."""
+    IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
     props.migrate_legacy(armature)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
@@ -632,7 +632,8 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
     # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted.
     with _MutedRigs(armature, chosen) as muted:
-        result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared)
+        result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,
+                                  output)
         muted.keep = True
     result.rigs_muted = muted.names
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
@@ -662,6 +663,8 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
                ("BEZIER", "Bezier", "Smooth curves through the baked keys"),
                ("CONSTANT", "Constant", "Hold each key until the next")],
         description="Interpolation of the new keys")
+    output: bpy.props.EnumProperty(name="Output", items=props.OUTPUT_ITEMS, default="KEYS",
+                                   description="What the bake writes")
     chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ALL",
                                    description="Which chains to bake")
     shared_action: bpy.props.BoolProperty(
@@ -688,7 +691,7 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
             result = bake_armature(
                 context.scene, armature, self.chains, self.frame_start, self.frame_end, self.step, self.interpolation,
                 progress=lambda done, total: window_manager.progress_update(100 * done / total),
-                allow_shared=self.shared_action)
+                allow_shared=self.shared_action, output=self.output)
         finally:
             window_manager.progress_end()
         self.report({"INFO"}, result.summary())

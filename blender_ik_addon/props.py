@@ -26,6 +26,13 @@ PLANE_ITEMS = [
     ("POLE", "Pole", "The bend plane goes through a pole object or bone; the last bone still follows the up axis",
      1),
 ]
+# What a bake writes (bake.OUTPUTS), for the Bake panel and operator. Explicit numbers: files store the number.
+OUTPUT_ITEMS = [
+    ("KEYS", "Keys", "Rotation keyframes, editable", 0),
+    ("SAMPLES", "Samples", "One sample per frame, played linearly between frames, in a quarter of the memory of "
+                           "keys; not editable until Graph Editor > Channel > Samples to Keys (step 1 and Linear "
+                           "only; refused on F-curves with keys outside the range)", 1),
+]
 BEND_ITEMS = [
     ("REST", "As Rest Pose", "Bend to the side the chain bends to in its rest pose (Follow Parent: that side of "
                              "the carried plane; Target Axis: relative to where the last bone points; Pole: toward "
@@ -136,6 +143,8 @@ class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
                                 description="Last frame to bake")
     bake_step: IntProperty(override=_OVERRIDABLE, name="Step", default=1, min=1, max=1000,
                            description="Key every n-th frame")
+    bake_output: EnumProperty(override=_OVERRIDABLE, name="Output", items=OUTPUT_ITEMS, default="KEYS",
+                              description="What the bake writes")
 
     # The 0.1 single-chain API: the active chain's settings.
     tip_bone = _shorthand("tip_bone", "")

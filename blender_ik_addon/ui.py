@@ -137,14 +137,19 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
         column.enabled = not settings.bake_use_scene_range
         column.prop(settings, "bake_frame_start")
         column.prop(settings, "bake_frame_end")
-        layout.prop(settings, "bake_step")
+        layout.prop(settings, "bake_output")
+        samples = settings.bake_output == "SAMPLES"
+        row = layout.row()
+        row.enabled = not samples  # samples are one per frame
+        row.prop(settings, "bake_step")
         start, end = (scene_range(context.scene) if settings.bake_use_scene_range
                       else (settings.bake_frame_start, settings.bake_frame_end))
         layout.operator_context = "EXEC_DEFAULT"
         row = layout.row(align=True)
         for which, text in (("ALL", f"Bake All {start}-{end}"), ("ACTIVE", "Active")):
             operator = row.operator("blender_ik.bake", icon="KEYINGSET" if which == "ALL" else "NONE", text=text)
-            operator.frame_start, operator.frame_end, operator.step = start, end, settings.bake_step
+            operator.frame_start, operator.frame_end = start, end
+            operator.step, operator.output = 1 if samples else settings.bake_step, settings.bake_output
             operator.chains = which
 
 

@@ -44,8 +44,8 @@ UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME ...] "
-         "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] [--output OUT.blend | --output-dir DIR] "
-         "[--jobs N] [--report REPORT.json]")
+         "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
+         "[--bake-output {keys,samples}] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
 # How long the workers of an interrupted run get to clean up after themselves before they are killed (the
 # parent then removes their temporary files itself).
@@ -106,6 +106,11 @@ def make_parser():
     parser.add_argument("--start", type=int, metavar="N", help="first frame (default: the scene's start)")
     parser.add_argument("--end", type=int, metavar="N", help="last frame (default: the scene's end)")
     parser.add_argument("--step", type=_positive, default=1, metavar="N", help="key every N-th frame (default: 1)")
+    # Not --output, which names the baked file.
+    parser.add_argument("--bake-output", choices=("keys", "samples"), default="keys",
+                        help="write rotation keys (default), or samples: one per frame, played linearly between "
+                             "frames, in a quarter of the memory (step 1 only; refused on F-curves with keys "
+                             "outside the range)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--output", metavar="OUT.blend", help="the baked file (one input only)")
     where.add_argument("--output-dir", metavar="DIR",
@@ -205,6 +210,8 @@ def plan(args):
     if args.target is not None and args.chain:
         raise UserError("--chain picks chains set up in the file; --target describes one on the command line: "
                         "give one or the other")
+    if args.bake_output == "samples" and args.step != 1:
+        raise UserError(f"--bake-output samples writes one sample per frame: drop --step {args.step}, or bake keys")
     if args.start is not None and args.end is not None and args.end < args.start:
         raise UserError(f"the frame range is empty: --start {args.start} is after --end {args.end}")
     if args.output is not None:
@@ -418,7 +425,8 @@ def bake_file(path, output, args):
         for armature, names, specs in jobs:
             try:  # the bake validates the range and every chain before it changes anything
                 results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step,
-                                                             names=names, specs=specs)))
+                                                             names=names, specs=specs,
+                                                             output=args.bake_output.upper())))
             except ChainError as error:
                 raise UserError(f"{path}: armature '{armature.name}': {error}") from None
         check_interrupted()
@@ -428,7 +436,7 @@ def bake_file(path, output, args):
                      for armature, result in results]
         return {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "frame_start": start, "frame_end": end, "step": args.step,
+            "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
             "frames": len(results[0][1].frames), "chains": chains,
             "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
             "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
@@ -461,8 +469,8 @@ def worker_command(path, output, args, summary_file, temporary, blender):
         command = [bpy.app.binary_path, "-b", "--python-exit-code", str(EXIT_FAILED), "-P", SCRIPT, "--"]
     else:
         command = [sys.executable, SCRIPT]
-    command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--summary-file={summary_file}",
-                f"--save-via={temporary}"]
+    command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--bake-output={args.bake_output}",
+                f"--summary-file={summary_file}", f"--save-via={temporary}"]
     for option, value in (("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
                           ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:

@@ -51,26 +51,30 @@ def check_replay(bpy, obj, target, result, up_axis="Z"):
     assert errors[:, 1].max() < ANGLE_TOLERANCE
 
 
-def rotation_keys(obj, bone, path):
+def rotation_keys(obj, bone, path, samples=False):
+    """Per channel, the (frame, value) of every key (or sample) of a bone's rotation F-curves."""
     from blender_ik_addon import keys
     data_path = f'pose.bones["{bone}"].{path}'
     curves = [c for c in keys.object_fcurves(obj) if c.data_path == data_path]
     curves.sort(key=lambda c: c.array_index)
-    return [np.array([tuple(k.co) for k in c.keyframe_points]) for c in curves]
+    for c in curves:  # one or the other, never both
+        assert not len(c.sampled_points if not samples else c.keyframe_points)
+    return [np.array([tuple(k.co) for k in (c.sampled_points if samples else c.keyframe_points)]) for c in curves]
 
 
-def test_animated_empty_bakes_exactly_through_the_direct_path(blender):
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_animated_empty_bakes_exactly_through_the_direct_path(blender, output):
     bpy = blender
     from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
     bpy.context.scene.frame_set(17)
-    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60, output=output)
     assert result.direct and len(result.frames) == 60
     assert bpy.context.scene.frame_current == 17  # restored
     tip, _ = tip_and_direction(obj)  # and the pose already shows the new keys there
     assert np.linalg.norm(tip - np.array(target.matrix_world.translation)) < POSITION_TOLERANCE * 2.2
     check_replay(bpy, obj, target, result)
-    q = np.stack([k[:, 1] for k in rotation_keys(obj, "b1", "rotation_quaternion")], -1)
+    q = np.stack([k[:, 1] for k in rotation_keys(obj, "b1", "rotation_quaternion", output == "SAMPLES")], -1)
     assert q.shape == (60, 4)
     assert np.all(np.einsum("ij,ij->i", q[1:], q[:-1]) > 0)  # one hemisphere throughout
 
@@ -92,7 +96,8 @@ def test_euler_and_axis_angle_bones_bake_without_jumps(blender, modes):
             assert np.abs(np.diff(values, axis=0)).max() < 1.0, bone
 
 
-def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blender):
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blender, output):
     bpy = blender
     from blender_ik_addon.ops import bake_armature
     obj, target = setup(bpy)
@@ -103,7 +108,7 @@ def test_constrained_target_with_an_animated_parent_uses_the_per_frame_path(blen
     target.parent = holder
     constraint = target.constraints.new("LIMIT_LOCATION")
     constraint.use_max_z, constraint.max_z = True, 1.15
-    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 60, output=output)
     assert not result.direct and any("constraints" in reason for reason in result.reasons)
     check_replay(bpy, obj, target, result)
 
@@ -404,3 +409,113 @@ def test_invalid_frames_of_every_block_are_named_and_nothing_is_keyed(blender, m
     with pytest.raises(ChainError, match=r"zero-scale up axis at frames 5-6, 21-23$"):
         bake_armature(bpy.context.scene, obj, "ALL", 1, 30)
     assert all_rotation_keys(obj) == {}
+
+
+def rotations_played(bpy, obj, frames):
+    """The chain bones' quaternions Blender evaluates at ``frames`` (subframes allowed): (frames, 3, 4)."""
+    played = []
+    for frame in frames:
+        whole = math.floor(frame)
+        bpy.context.scene.frame_set(whole, subframe=frame - whole)
+        played.append([tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")])
+    return np.array(played)
+
+
+def test_samples_play_what_linear_keys_play(blender):
+    """At every baked frame the samples give the keys' pose, to float32; between frames they interpolate linearly,
+    as the LINEAR keys do."""
+    bpy = blender
+    from blender_ik_addon import keys
+    from blender_ik_addon.ops import bake_armature
+    from blender_ik_addon.chain import rotation_values, set_rotation
+    obj, target = setup(bpy)
+    pose = {name: rotation_values(obj.pose.bones[name]) for name in ("b1", "b2", "b3")}
+    whole, between = np.arange(1, 41), np.arange(1, 40) + 0.3
+    bake_armature(bpy.context.scene, obj, "ALL", 1, 40)
+    keyed = rotations_played(bpy, obj, np.concatenate([whole, between]))
+    obj.animation_data_clear()
+    for name, values in pose.items():  # the same start as the keys' bake (the pose the first values continue)
+        set_rotation(obj.pose.bones[name], values)
+    result = bake_armature(bpy.context.scene, obj, "ALL", 1, 40, output="SAMPLES")
+    assert result.output == "SAMPLES" and "to samples" in result.summary()
+    assert all(len(curve.keyframe_points) == 0 and len(curve.sampled_points) == 40
+               for curve in keys.object_fcurves(obj))
+    sampled = rotations_played(bpy, obj, np.concatenate([whole, between]))
+    np.testing.assert_array_equal(sampled[:40].astype(np.float32), keyed[:40].astype(np.float32))
+    np.testing.assert_allclose(sampled[40:], 0.7 * sampled[:39] + 0.3 * sampled[1:40], atol=1e-6)
+    np.testing.assert_allclose(sampled[40:], keyed[40:], atol=1e-6)
+    check_replay(bpy, obj, target, result)
+
+
+def test_the_operator_bakes_samples(blender, capfd):
+    bpy = blender
+    from blender_ik_addon import keys
+    obj, target = setup(bpy)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=30, output="SAMPLES") == {"FINISHED"}
+    assert "Baked 30 frames (1-30) to samples" in capfd.readouterr().out
+    curves = [curve for curve in keys.object_fcurves(obj) if curve.data_path.startswith("pose.bones")]
+    assert len(curves) == 12 and all(len(curve.sampled_points) == 30 for curve in curves)
+
+
+def test_a_bake_to_samples_replaces_keys_and_samples_inside_its_range(blender):
+    bpy = blender
+    from blender_ik_addon.ops import bake_armature
+    obj, target = setup(bpy)
+    for frame in (10, 20, 30):
+        obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
+    bake_armature(bpy.context.scene, obj, "ALL", 10, 30, output="SAMPLES")
+    assert [list(k[:, 0]) for k in rotation_keys(obj, "b1", "rotation_quaternion", True)] == [
+        list(range(10, 31))] * 4
+    result = bake_armature(bpy.context.scene, obj, "ALL", 5, 50, output="SAMPLES")  # over the samples
+    assert [list(k[:, 0]) for k in rotation_keys(obj, "b1", "rotation_quaternion", True)] == [
+        list(range(5, 51))] * 4
+    check_replay(bpy, obj, target, result)
+
+
+def sample_b1(bpy, obj, start, end):
+    """Samples on the first bone's quaternion over start-end (Graph Editor > Channel > Keys to Samples)."""
+    from blender_ik_addon import keys
+    obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=start)
+    for curve in keys.object_fcurves(obj):
+        if curve.data_path == 'pose.bones["b1"].rotation_quaternion':
+            curve.convert_to_samples(start, end + 1)
+
+
+@pytest.mark.parametrize("case, arguments, message", [
+    ("none", dict(step=2), r"Samples are one per frame: bake them with step 1 \(got 2\), or bake keys"),
+    ("none", dict(interpolation="BEZIER"),
+     r"Samples play linearly between frames: bake them with Linear interpolation \(got Bezier\), or bake keys"),
+    ("keys", {}, r"Chain 'b3': The F-curve rotation_quaternion\[0\] of bone 'b1' has keys outside frames 10-30 "
+                 r"\(2 of them, frames 5 to 40\), which a bake to samples would delete .*: bake to keys \(which "
+                 r"keeps them\), or delete them"),
+    ("samples", {}, r"rotation_quaternion\[0\] of bone 'b1' has samples outside frames 10-30 \(15 of them, "
+                    r"frames 5 to 40\), .*: "
+                    r"bake a range that covers them, or turn them into keys \(Graph Editor > Channel > Samples to "
+                    r"Keys\) and bake to keys"),
+    ("samples", dict(output="KEYS"), r"rotation_quaternion\[0\] of bone 'b1' holds samples \(Keys to Samples\), "
+                                     r"which take no keys: bake to samples, or turn them into keys first"),
+])
+def test_bakes_that_samples_cannot_hold_are_refused_and_change_nothing(blender, case, arguments, message):
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = setup(bpy)
+    if case == "keys":
+        for frame in (5, 20, 40):
+            obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
+    elif case == "samples":
+        sample_b1(bpy, obj, 5, 40)
+    from blender_ik_addon import keys
+
+    def points():
+        return {(curve.data_path, curve.array_index): ([tuple(key.co) for key in curve.keyframe_points],
+                                                       [tuple(point.co) for point in curve.sampled_points])
+                for curve in keys.object_fcurves(obj)}
+
+    before = points()
+    assert len(before) == (4 if case != "none" else 0)
+    arguments = dict(dict(output="SAMPLES"), **arguments)
+    with pytest.raises(ChainError, match=message):
+        bake_armature(bpy.context.scene, obj, "ALL", 10, 30, **arguments)
+    assert points() == before

@@ -118,11 +118,12 @@ def snapshot(folder):
     return {path.name: digest(path) for path in folder.iterdir()}
 
 
-def replay(bpy, path, frames, unreachable=(), up_axis="Z"):
-    """Open a baked file and check that its keys put the chain's tip on the target on reachable frames."""
+def replay(bpy, path, frames, unreachable=(), up_axis="Z", samples=False):
+    """Open a baked file and check that its keys (or samples) put the chain's tip on the target on reachable
+    frames."""
     bpy.ops.wm.open_mainfile(filepath=str(path))
     obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
-    keyed = rotation_keys(obj, "b1", "rotation_quaternion")[0][:, 0]
+    keyed = rotation_keys(obj, "b1", "rotation_quaternion", samples)[0][:, 0]
     assert list(keyed) == list(frames)
     check_replay(bpy, obj, target, SimpleNamespace(frames=np.array(frames), unreachable=list(unreachable)), up_axis)
 
@@ -161,12 +162,13 @@ def test_range_step_up_axis_tip_bone_and_output(blender, work):
     replay(blender, output, range(5, 46, 4), record["unreachable"], up_axis="-Y")
 
 
-def test_two_inputs_bake_in_parallel_with_a_report(blender, work):
+@pytest.mark.parametrize("bake_output", ["keys", "samples"])
+def test_two_inputs_bake_in_parallel_with_a_report(blender, work, bake_output):
     out = work.folder.parent / "baked"
     out.mkdir()
     before = snapshot(work.folder)
     done = work.run("walk.blend", "reach.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b3",
-                    "--output-dir", out, "--jobs", 2, "--report", out / "report.json")
+                    "--output-dir", out, "--jobs", 2, "--report", out / "report.json", "--bake-output", bake_output)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert sorted(line.split(" -> ")[0] for line in done.stdout.splitlines()) == ["reach.blend", "walk.blend"]
@@ -179,10 +181,13 @@ def test_two_inputs_bake_in_parallel_with_a_report(blender, work):
         assert record["input"] == str(work.folder / f"{name}.blend")
         assert record["output"] == str(out / f"{name}_baked.blend")
         assert (record["frames"], record["frame_start"], record["frame_end"]) == (frames, 1, frames)
-        assert record["summary"].startswith(f"Baked {frames} frames (1-{frames})")
+        assert record["summary"].startswith(f"Baked {frames} frames (1-{frames})" +
+                                            (" to samples" if bake_output == "samples" else ""))
+        assert record["bake_output"] == bake_output
         assert all(isinstance(frame, int) for frame in record["unreachable"])
         assert record["seconds"] > 0
-        replay(blender, record["output"], range(1, frames + 1), record["unreachable"])
+        replay(blender, record["output"], range(1, frames + 1), record["unreachable"],
+               samples=bake_output == "samples")
 
 
 def test_one_bad_input_does_not_stop_the_others(work):
@@ -232,6 +237,8 @@ def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
     (["walk.blend", "--armature", "Arm", "--target", "Target", "--tip-bone", "b9"], "no bone named 'b9'"),
     (["walk.blend", "--armature", "Arm", "--target", "Target", "--output", "walk.blend"], "never written over"),
     (["walk.blend", "--armature", "Arm", "--target", "Target", "--output", "./../in/walk.blend"], "never written over"),
+    (["walk.blend", "--armature", "Arm", "--target", "Target", "--bake-output", "samples", "--step", 2],
+     "--bake-output samples writes one sample per frame: drop --step 2, or bake keys"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(work, arguments, message):
     before = snapshot(work.folder)
@@ -416,7 +423,7 @@ def test_names_that_differ_only_in_letter_case(work):
 
 @pytest.mark.parametrize("arguments", [
     ["--jobs", "0"], ["--step", "x"], ["--up-axis", "Q"], ["--start", "1.5"], ["--frobnicate"],
-    ["--output", "a.blend", "--output-dir", "."], ["--armature"],
+    ["--output", "a.blend", "--output-dir", "."], ["--armature"], ["--bake-output", "curves"],
 ])
 def test_a_command_line_mistake_is_one_line_with_status_2(work, arguments):
     before = everything(work.folder.parent)

@@ -152,8 +152,8 @@ def test_four_limbs_solve_in_one_call(blender, how):
         assert readout(obj, tip).status == "REACHED"
 
 
-@pytest.mark.parametrize("how", ["python", "from_selected"])
-def test_four_limbs_bake_in_one_call_and_replay(blender, how, capfd):
+@pytest.mark.parametrize("how, output", [("python", "KEYS"), ("from_selected", "KEYS"), ("python", "SAMPLES")])
+def test_four_limbs_bake_in_one_call_and_replay(blender, how, output, capfd):
     bpy = blender
     obj, targets = four_limbs(bpy, how)
     rng = np.random.default_rng(2)
@@ -163,8 +163,8 @@ def test_four_limbs_bake_in_one_call_and_replay(blender, how, capfd):
             target.keyframe_insert("location", frame=frame)
             target.keyframe_insert("rotation_euler", frame=frame)
     bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=20) == {"FINISHED"}
-    assert "Baked 20 frames (1-20) × 4 chains" in capfd.readouterr().out
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=20, output=output) == {"FINISHED"}
+    assert f"Baked 20 frames (1-20){' to samples' if output == 'SAMPLES' else ''} × 4 chains" in capfd.readouterr().out
     for frame in range(1, 21):  # the keys alone: nothing in the scene solves anything now
         bpy.context.scene.frame_set(frame)
         for tip, target in targets.items():
@@ -292,7 +292,8 @@ def test_chains_sharing_a_bone_are_refused_naming_both(blender):
     assert len(obj.blender_ik.chains) == 5
 
 
-def test_a_finger_chain_below_an_arm_chain_is_solved_after_it(blender):
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_a_finger_chain_below_an_arm_chain_is_solved_after_it(blender, output):
     bpy = blender
     obj = build_body(bpy, fingers=True)
     rng = np.random.default_rng(7)
@@ -318,7 +319,7 @@ def test_a_finger_chain_below_an_arm_chain_is_solved_after_it(blender):
         assert tip_error(bpy, obj, tip, goal)[0] < 1e-5, tip
     for pose_bone in obj.pose.bones:
         pose_bone.rotation_euler = (0.0, 0.0, 0.0)
-    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3, output=output) == {"FINISHED"}
     bpy.context.scene.frame_set(2)
     for tip, goal in goals.items():
         assert tip_error(bpy, obj, tip, goal)[0] < 1e-5, tip

@@ -347,3 +347,113 @@ def test_float32_values_key_the_same_as_float64(empty_file):
     keys.write_keys(b, channels, frames, values.astype(np.float32))
     for index in range(3):
         assert key_snapshot(keys.find_fcurve(a, "location", index)) == key_snapshot(keys.find_fcurve(b, "location", index))
+
+
+def samples_of(fcurve):
+    """Every sample of ``fcurve``: (frame, value) pairs and selection, read one by one (independent of keys.py)."""
+    return [(tuple(point.co), point.select) for point in fcurve.sampled_points]
+
+
+@pytest.mark.parametrize("values_dtype", [np.float64, np.float32])
+def test_write_samples_creates_samples_that_play_linearly(empty_file, values_dtype):
+    rig = make_rig()
+    values = random_quaternions(10).astype(values_dtype)
+
+    keys.write_samples(rig, quaternion_channels(), 3, values)
+
+    fcurves = keys.object_fcurves(rig)
+    assert sorted((f.data_path, f.array_index) for f in fcurves) == [(QUAT, i) for i in range(4)]
+    for fcurve in fcurves:
+        assert fcurve.group is not None and fcurve.group.name == "B"
+        assert len(fcurve.keyframe_points) == 0
+        column = values[:, fcurve.array_index]
+        assert [co for co, _ in samples_of(fcurve)] == [
+            (float(frame), float(np.float32(value))) for frame, value in zip(range(3, 13), column)]
+    for frame, expected in zip(range(3, 13), values):
+        np.testing.assert_array_equal(evaluated(rig, QUAT, frame, 4), expected.astype(np.float32))
+    # Linear between frames, as LINEAR keys on every frame play; held beyond the last.
+    np.testing.assert_allclose(evaluated(rig, QUAT, 5.25, 4), 0.75 * values[2] + 0.25 * values[3], atol=1e-6)
+    np.testing.assert_allclose(evaluated(rig, QUAT, 40, 4), values[-1], atol=1e-7)
+
+
+def test_write_samples_replaces_keys_and_samples_inside_the_frames(empty_file):
+    rig = make_rig()
+    bone = rig.pose.bones["B"]
+    for frame in (2, 6):
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    first, second = random_quaternions(5, seed=1), random_quaternions(7, seed=2)
+    keys.write_samples(rig, quaternion_channels(), 2, first)  # keys at 2 and 6: inside 2-6
+    keys.write_samples(rig, quaternion_channels(), 1, second)  # samples 2-6 inside 1-7
+    for fcurve in keys.object_fcurves(rig):
+        assert len(fcurve.keyframe_points) == 0
+        assert [co[0] for co, _ in samples_of(fcurve)] == list(map(float, range(1, 8)))
+    for frame, expected in zip(range(1, 8), second):
+        np.testing.assert_allclose(evaluated(rig, QUAT, frame, 4), expected, atol=1e-7)
+
+
+@pytest.mark.parametrize("existing", ["keys", "samples"])
+def test_write_samples_refuses_a_curve_with_points_outside_the_frames(empty_file, existing):
+    rig = make_rig()
+    bone = rig.pose.bones["B"]
+    for frame in (1, 20):
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    if existing == "samples":
+        for fcurve in keys.object_fcurves(rig):
+            fcurve.convert_to_samples(1, 21)
+    before = {fcurve.array_index: (key_snapshot(fcurve), samples_of(fcurve)) for fcurve in keys.object_fcurves(rig)}
+    outside = 2 if existing == "keys" else 10  # the keys at 1 and 20; the samples 1-4 and 15-20
+    with pytest.raises(ValueError, match=rf"rotation_quaternion\[0\] has {existing} outside frames 5-14 "
+                                         rf"\({outside} of them, frames 1 to 20\)"):
+        keys.write_samples(rig, quaternion_channels(), 5, random_quaternions(10))
+    assert before == {f.array_index: (key_snapshot(f), samples_of(f)) for f in keys.object_fcurves(rig)}
+
+
+def test_write_keys_refuses_a_sampled_curve(empty_file):
+    rig = make_rig()
+    keys.write_samples(rig, quaternion_channels(), 1, random_quaternions(5))
+    before = {f.array_index: samples_of(f) for f in keys.object_fcurves(rig)}
+    with pytest.raises(ValueError, match=r"rotation_quaternion\[0\] holds samples, which take no keys"):
+        keys.write_keys(rig, quaternion_channels(), [1.0, 2.0], random_quaternions(2))
+    assert before == {f.array_index: samples_of(f) for f in keys.object_fcurves(rig)}
+    assert all(len(f.keyframe_points) == 0 for f in keys.object_fcurves(rig))
+
+
+@pytest.mark.parametrize("before", ["keys", "samples", "nothing"])
+@pytest.mark.parametrize("bake", ["keys", "samples"])
+def test_restore_channels_puts_keys_and_samples_back_exactly(empty_file, before, bake):
+    rig = make_rig()
+    if before != "nothing":
+        keys.write_keys(rig, quaternion_channels(), [4.0, 9.0, 15.0], random_quaternions(3, seed=3))
+        if before == "samples":
+            for fcurve in keys.object_fcurves(rig):
+                fcurve.convert_to_samples(4, 16)
+                fcurve.sampled_points[2].select = True  # the selection comes back too
+    saved = {f.array_index: (key_snapshot(f), samples_of(f)) for f in keys.object_fcurves(rig)}
+    expected = {frame: evaluated(rig, QUAT, frame, 4) for frame in (4, 6.5, 15)}
+    actions = set(bpy.data.actions)
+    snapshot = keys.snapshot_channels(rig, [QUAT])
+    if bake == "samples":
+        keys.write_samples(rig, quaternion_channels(), 1, random_quaternions(20, seed=4))
+    elif before != "samples":  # keys are never written over samples
+        keys.write_keys(rig, quaternion_channels(), np.arange(1.0, 21.0), random_quaternions(20, seed=4))
+    keys.restore_channels(rig, snapshot)
+    keys.discard_snapshot(snapshot)
+    assert saved == {f.array_index: (key_snapshot(f), samples_of(f)) for f in keys.object_fcurves(rig)}
+    assert set(bpy.data.actions) == actions
+    if before != "nothing":  # and Blender plays them, not a stale evaluated copy
+        for frame, values in expected.items():
+            np.testing.assert_array_equal(evaluated(rig, QUAT, frame, 4), values)
+
+
+def test_samples_reach_blenders_last_frame(empty_file):
+    """convert_to_samples excludes its end and takes no end past Blender's last frame: the samples are still
+    made up to it."""
+    rig = make_rig()
+    last = bpy.types.Scene.bl_rna.properties["frame_current"].hard_max
+    values = random_quaternions(5, seed=5)
+    keys.write_samples(rig, quaternion_channels(), last - 4, values)
+    for fcurve in keys.object_fcurves(rig):
+        assert [co[0] for co, _ in samples_of(fcurve)] == list(map(float, range(last - 4, last + 1)))
+    np.testing.assert_allclose(evaluated(rig, QUAT, last, 4), values[-1], atol=1e-7)
+    with pytest.raises(ValueError, match=rf"at most {keys.MAX_SAMPLES} fit in one F-curve"):
+        keys.write_samples(make_rig("Other"), quaternion_channels(), -last, np.zeros((keys.MAX_SAMPLES + 1, 4)))

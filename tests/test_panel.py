@@ -104,7 +104,7 @@ def test_panels_draw(blender, state):
         ui.BLENDER_IK_UL_chains.draw_item(None, context, FakeLayout(bpy, log), settings, item, 0, settings,
                                           "active_chain_index", index)
     drawn = {name for kind, name in log if kind in ("prop", "prop_search")}
-    assert {"bake_step", "chains"} <= drawn
+    assert {"bake_step", "bake_output", "chains"} <= drawn
     assert (CHAIN_SETTINGS <= drawn) == (state != "no_chains")
     assert ("pole" in drawn) == (state == "pole_solved")
     assert ("target_bone" in drawn) == (state == "bone_target")
@@ -128,3 +128,29 @@ def test_panels_draw(blender, state):
         assert "Rig out of date" in labels
     empty = add_empty("NotAnArmature")
     assert not ui.VIEW3D_PT_blender_ik.poll(types.SimpleNamespace(active_object=empty))
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output):
+    """The panel's Bake buttons carry its settings: Output, and Step (greyed out for samples, one per frame)."""
+    bpy = blender
+    from blender_ik_addon import keys, ui
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone, settings.target = "b3", add_empty(location=(0.8, 0.2, 1.0))
+    settings.bake_use_scene_range, settings.bake_frame_start, settings.bake_frame_end = False, 1, 9
+    settings.bake_step, settings.bake_output = 2, output
+    buttons = []
+    make = FakeLayout.operator
+    monkeypatch.setattr(FakeLayout, "operator", lambda self, idname, **kwargs: buttons.append(
+        make(self, idname, **kwargs)) or buttons[-1])
+    ui.VIEW3D_PT_blender_ik_bake.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])),
+                                      types.SimpleNamespace(active_object=obj, scene=bpy.context.scene))
+    button = buttons[0]  # Bake All
+    assert (button.output, button.step) == (output, 1 if output == "SAMPLES" else 2)
+    assert bpy.ops.blender_ik.bake(frame_start=button.frame_start, frame_end=button.frame_end, step=button.step,
+                                   output=button.output, chains=button.chains) == {"FINISHED"}
+    curve = keys.find_fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 0)
+    points = curve.sampled_points if output == "SAMPLES" else curve.keyframe_points
+    assert [point.co[0] for point in points] == list(range(1, 10, button.step))

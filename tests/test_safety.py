@@ -23,11 +23,14 @@ def arm_with_target(bpy, location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1), **a
 
 
 def all_keys(obj):
-    """Every F-curve of the object's own animation with every attribute of every key, to show nothing changed."""
+    """Every F-curve of the object's own animation with every attribute of every key and every sample, to show
+    nothing changed."""
     from blender_ik_addon import keys
     def attributes(fcurve):
         read = keys._read_keys(fcurve.keyframe_points, keys._KEY_ATTRIBUTES)
-        return {name: values.tolist() for name, values in read.items()}
+        found = {name: values.tolist() for name, values in read.items()}
+        found["samples"] = [(tuple(point.co), point.select) for point in fcurve.sampled_points]
+        return found
     return {(fcurve.data_path, fcurve.array_index): attributes(fcurve) for fcurve in keys.object_fcurves(obj)}
 
 
@@ -128,18 +131,24 @@ KEY_CASES = {
     "animated_constraint": (lambda bpy, obj, tmp: animate_a_constraint(bpy, obj),
                             r"Bone 'b2' has an animated constraint \(constraints\[\"Copy Rotation\"\].influence\)"),
     "beyond_frame_limit": (None, r"Frames 1048500-1048600 go beyond Blender's frame limits"),
-    "huge_range": (None, r"Baking 2000001 frames × 1 chain\(s\) would need about 7.6 GB"),
+    "huge_range": (None, r"Baking 2000001 frames × 1 chain\(s\) would need about 7.6 GB .*or to samples$"),
 }
 
 
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
 @pytest.mark.parametrize("case", KEY_CASES)
-def test_keys_that_are_not_the_users_to_change_are_refused_and_kept(blender, tmp_path, case):
+def test_keys_that_are_not_the_users_to_change_are_refused_and_kept(blender, tmp_path, monkeypatch, case, output):
     bpy = blender
+    from blender_ik_addon import bake
     from blender_ik_addon.chain import ChainError
     from blender_ik_addon.ops import bake_armature
     obj, target = arm_with_target(bpy)
     key_b1(obj)
     make, message = KEY_CASES[case]
+    if case == "huge_range" and output == "SAMPLES":
+        # Samples take a quarter of the memory: within the frame limits one chain's always fits 2 GB.
+        monkeypatch.setattr(bake, "MEMORY_BUDGET", 1 << 30)
+        message = r"Baking 2000001 frames × 1 chain\(s\) would need about 1.9 GB of memory \(more than 1 GB\)"
     if make is not None:
         make(bpy, obj, tmp_path)
     start, end = {"beyond_frame_limit": (1048500, 1048600), "huge_range": (-1000000, 1000000)}.get(case, (1, 40))
@@ -147,11 +156,11 @@ def test_keys_that_are_not_the_users_to_change_are_refused_and_kept(blender, tmp
     before, pose = all_keys(obj), pose_snapshot(obj)
     action = obj.animation_data.action
     with pytest.raises(ChainError, match=message):
-        bake_armature(bpy.context.scene, obj, frame_start=start, frame_end=end)
+        bake_armature(bpy.context.scene, obj, frame_start=start, frame_end=end, output=output)
     assert all_keys(obj) == before and pose_snapshot(obj) == pose
     assert obj.animation_data.action == action
     if case == "shared_action":  # asked for, the shared action is keyed: both armatures now play the bake
-        bake_armature(bpy.context.scene, obj, frame_start=1, frame_end=40, allow_shared=True)
+        bake_armature(bpy.context.scene, obj, frame_start=1, frame_end=40, allow_shared=True, output=output)
         bpy.context.scene.frame_set(20)
         twin = bpy.data.objects["Twin"]
         assert on_target(obj, target)
@@ -185,7 +194,7 @@ def test_the_range_boundary_is_exact(blender):
     frames = [co[0] for co in after["co"]]
     assert frames == [before["co"][0][0]] + list(range(10, 21)) + [before["co"][-1][0]]
     for name, values in before.items():  # the keys just outside, attribute for attribute
-        if name not in ("handle_left", "handle_right"):  # their neighbours changed: auto handles follow
+        if name not in ("handle_left", "handle_right", "samples"):  # their neighbours changed: auto handles follow
             assert (after[name][0], after[name][-1]) == (values[0], values[-1]), name
 
 
@@ -335,15 +344,21 @@ def ik_below_the_chain(obj, influence=1.0):
 
 
 @pytest.mark.parametrize("current", [15, 40], ids=["current_frame_baked", "current_frame_outside"])
-@pytest.mark.parametrize("existing", ["keys", "no_animation"])
-def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, existing, current):
+@pytest.mark.parametrize("existing, output", [("keys", "KEYS"), ("no_animation", "KEYS"), ("keys", "SAMPLES"),
+                                              ("samples", "SAMPLES"), ("no_animation", "SAMPLES")])
+def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, existing, output, current):
     bpy = blender
     from blender_ik_addon import keys
     from blender_ik_addon.chain import ChainError
     from blender_ik_addon.ops import bake_armature
     obj, target = arm_with_target(bpy, **FOUR_BONES)
-    if existing == "keys":
-        key_b1(obj, frames=(1, 12, 30))
+    if existing == "keys":  # for samples, inside the range: keys outside it are refused before any change
+        key_b1(obj, frames=(1, 12, 30) if output == "KEYS" else (10, 12, 20))
+    elif existing == "samples":
+        key_b1(obj, frames=(10, 13, 20), value=(0.8, 0.1, 0.4, 0.2))
+        for index in range(4):
+            b1_fcurve(obj, index).convert_to_samples(10, 21)
+        b1_fcurve(obj, 0).sampled_points[3].select = True
     ik_below_the_chain(obj)
     bpy.context.scene.frame_set(current)
     before, pose = all_keys(obj), pose_snapshot(obj)
@@ -353,7 +368,7 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, ex
     checked = min(current, 20)
     with pytest.raises(ChainError, match=rf"At frame {checked}: Blender shows the tip of 'b3' .* the keys were put "
                                          "back as they were"):
-        bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20)
+        bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20, output=output)
     assert all_keys(obj) == before and pose_snapshot(obj) == pose
     assert set(bpy.data.actions) == actions and bpy.context.scene.frame_current == current
     if slots is not None:
@@ -490,3 +505,47 @@ def test_a_muted_group_is_sampled_as_blender_plays_it(blender):
     for frame in (1, 4, 10):
         bpy.context.scene.frame_set(frame)
         assert on_target(obj, target), frame
+
+
+@pytest.mark.parametrize("outside", [None, 9.9995, 20.0005])
+def test_the_range_boundary_of_a_bake_to_samples_is_exact(blender, outside):
+    """Keys at the range's first and last frames are the bake's to replace; one just outside is refused, however
+    close, since the samples would delete it."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = arm_with_target(bpy)
+    key_b1(obj, frames=(10, 20))
+    if outside is not None:
+        points = b1_fcurve(obj, 1).keyframe_points  # keyframe_insert would merge keys this close: add one directly
+        points.add(1)
+        points[-1].co = points[-1].handle_left = points[-1].handle_right = (outside, 0.5)
+        points.handles_recalc()  # (not fcurve.update(): it merges keys this close)
+        before = all_keys(obj)
+        with pytest.raises(ChainError, match=rf"rotation_quaternion\[1\] of bone 'b1' has keys outside frames 10-20 "
+                                             rf"\(at frame {outside:g}\)"):
+            bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20, output="SAMPLES")
+        assert all_keys(obj) == before
+        return
+    bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20, output="SAMPLES")
+    for index in range(4):
+        assert len(b1_fcurve(obj, index).keyframe_points) == 0
+        assert [point.co[0] for point in b1_fcurve(obj, index).sampled_points] == list(range(10, 21))
+    bpy.context.scene.frame_set(15)
+    assert on_target(obj, target)
+
+
+def test_a_bake_to_samples_reaches_the_last_frame_and_no_further(blender):
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = arm_with_target(bpy)
+    limit = bpy.context.scene.bl_rna.properties["frame_current"].hard_max
+    bake_armature(bpy.context.scene, obj, frame_start=limit - 10, frame_end=limit, output="SAMPLES")
+    assert [point.co[0] for point in b1_fcurve(obj).sampled_points] == list(range(limit - 10, limit + 1))
+    bpy.context.scene.frame_set(limit)
+    assert on_target(obj, target)
+    before = all_keys(obj)
+    with pytest.raises(ChainError, match=rf"Frames {-limit}-{limit} are more than an F-curve of samples holds"):
+        bake_armature(bpy.context.scene, obj, frame_start=-limit, frame_end=limit, output="SAMPLES")
+    assert all_keys(obj) == before
