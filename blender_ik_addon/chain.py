@@ -442,10 +442,25 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
     world = rows_of(obj.matrix_world)
     if bone_name:
         world = product_rows(world, rows_of(obj.pose.bones[bone_name].matrix))
-    rows = product_rows(inverse_rows(rows_of(armature.matrix_world)), world)
-    if not all(math.isfinite(value) for row in rows for value in row):
+    rows = product_rows(_armature_inverse(armature), world)
+    # The sum is finite when every entry is, but for an overflow of huge finite ones: then look at each.
+    if not math.isfinite(sum(map(sum, rows))) and not all(math.isfinite(value) for row in rows for value in row):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
     return rows
+
+
+# The armature's world matrix (rows) -> its inverse: the armature rarely moves while its targets do.
+_armature_inverses = {}
+
+
+def _armature_inverse(armature):
+    world = tuple(rows_of(armature.matrix_world))
+    inverse = _armature_inverses.get(world)
+    if inverse is None:
+        if len(_armature_inverses) >= 64:
+            _armature_inverses.clear()
+        inverse = _armature_inverses[world] = inverse_rows(world)
+    return inverse
 
 
 def goal_world(obj, bone_name=""):
@@ -560,10 +575,13 @@ def base_rows(chain):
     ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts), so
     its 3×3 part is ``M₁``'s times ``(R₁S₁)⁻¹`` and its translation is ``M₁``'s."""
     pose_bone = chain.armature.pose.bones[chain.names[0]]
-    posed = rows_of(pose_bone.matrix)
-    inverse = inverse_rows(rows_of(pose_bone.matrix_basis))  # its translation column is not used
-    rows = [[a * inverse[0][j] + b * inverse[1][j] + c * inverse[2][j] for j in range(3)] + [x]
-            for a, b, c, x in posed[:3]]
+    (a, b, c, _), (d, e, f, _), (g, h, i, _) = pose_bone.matrix_basis[:3]
+    # (R₁S₁)⁻¹ by cofactors, its rows as columns (p, q, r).
+    p, q, r = (e * i - f * h, f * g - d * i, d * h - e * g), (c * h - b * i, a * i - c * g, b * g - a * h), \
+        (b * f - c * e, c * d - a * f, a * e - b * d)
+    inverse_det = 1.0 / (a * p[0] + b * p[1] + c * p[2])
+    rows = [[(u * p[0] + v * p[1] + w * p[2]) * inverse_det, (u * q[0] + v * q[1] + w * q[2]) * inverse_det,
+             (u * r[0] + v * r[1] + w * r[2]) * inverse_det, x] for u, v, w, x in pose_bone.matrix[:3]]
     return rows + [[0.0, 0.0, 0.0, 1.0]]
 
 
