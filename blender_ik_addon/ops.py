@@ -6,8 +6,8 @@ import numpy as np
 from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, evaluate_now, pose_chain, prepare, read_chain,
-                    rotation_values, set_rotation, solve_current, verify_pose)
+from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
+                    pose_chain, prepare, read_chain, rotation_values, set_rotation, solve_current, verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -79,7 +79,9 @@ def solve_chains(armature, specs):
     Blender shows the result. Returns ``[(spec, chain, solve)]`` in solve order; on any error the pose is
     put back as it was and ChainError raised."""
     evaluate_now()
-    levels = prepare(armature, specs)
+    # Validated without reading the goals' matrices: each solve reads them once, as the levels above have posed.
+    levels = prepare(armature, specs, now=False)
+    check_armature_scale(armature)
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     before = [rotation_values(pose_bone) for pose_bone in bones]
     solved = []
