@@ -160,22 +160,15 @@ def main():
         parser.error("need at least 2 frames and 1 repeat")
 
     print(f"bpy {bpy.app.version_string}")
-    bake_run = measure("bake", args.frames)
-    keys_run = measure("keys", args.frames)
-    verdict = "target met" if bake_run["mib"] < TARGET_MIB else "above target"
-    print(f"{args.frames}-frame bake: {bake_run['mib']:.1f} MiB added, {bake_run['seconds']:.2f} s "
-          f"(target < {TARGET_MIB} MiB: {verdict})")
-    print(f"  floor: Blender's own storage of the {args.frames * len(CHANNELS)} keys, evaluated: "
-          f"{keys_run['mib']:.1f} MiB ({keys_run['seconds']:.2f} s)")
-    print(f"  the bake's own share above the floor: {bake_run['mib'] - keys_run['mib']:.1f} MiB")
-    samples_run = measure("samples", args.frames)
-    sampled_run = measure("sampled", args.frames)
-    verdict = "target met" if samples_run["mib"] < TARGET_MIB else "above target"
-    print(f"{args.frames}-frame bake to samples: {samples_run['mib']:.1f} MiB added, {samples_run['seconds']:.2f} s "
-          f"(target < {TARGET_MIB} MiB: {verdict})")
-    print(f"  floor: Blender's own storage of the {args.frames * len(CHANNELS)} samples, evaluated: "
-          f"{sampled_run['mib']:.1f} MiB ({sampled_run['seconds']:.2f} s)")
-    print(f"  the bake's own share above the floor: {samples_run['mib'] - sampled_run['mib']:.1f} MiB")
+    for output, floor, what in (("bake", "keys", "keys"), ("samples", "sampled", "samples")):
+        bake_run, floor_run = measure(output, args.frames), measure(floor, args.frames)
+        verdict = "target met" if bake_run["mib"] < TARGET_MIB else "above target"
+        label = "bake" if output == "bake" else "bake to samples"
+        print(f"{args.frames}-frame {label}: {bake_run['mib']:.1f} MiB added, {bake_run['seconds']:.2f} s "
+              f"(target < {TARGET_MIB} MiB: {verdict})")
+        print(f"  floor: Blender's own storage of the {args.frames * len(CHANNELS)} {what}, evaluated: "
+              f"{floor_run['mib']:.1f} MiB ({floor_run['seconds']:.2f} s)")
+        print(f"  the bake's own share above the floor: {bake_run['mib'] - floor_run['mib']:.1f} MiB")
 
     timed = timings(args.timing_frames, args.repeat)
     print(f"\nper 1000 frames, best of {args.repeat} ({args.timing_frames} frames):")
