@@ -242,14 +242,26 @@ def follow(scene, depsgraph=None):
             rescan()
     if not _live:
         return
+    armatures, chains = [], 0
+    for name in list(_live):
+        armature = bpy.data.objects.get(name)
+        count = len(_live_chains(armature)) if armature is not None and armature.type == "ARMATURE" else 0
+        if not count:
+            _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
+        elif name in scene.objects:
+            armatures.append(armature)
+            chains += count
     with runtime.paused(counted=False):
-        for name in list(_live):
-            armature = bpy.data.objects.get(name)
-            if armature is None or not _has_live(armature):
-                _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
-                continue
-            if name in scene.objects:
-                solve_live(armature, scene, updated=updated)
+        # Posing a chain moves the chains below it (a finger below an arm) and the goals on its bones, whose inputs
+        # were read before it was posed; its evaluation happened here, paused, so no later update would show it.
+        # So while a pass poses something, another pass re-reads everything and solves what changed (each pass
+        # settles at least one level of such chains; the bound stops chains that aim at each other across
+        # armatures).
+        for _ in range(chains if chains > 1 else 1):
+            posed = sum(solve_live(armature, scene, updated=updated) for armature in armatures)
+            if not posed:
+                break
+            updated = None
 
 
 @persistent
