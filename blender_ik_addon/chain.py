@@ -439,10 +439,7 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
         raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
     if not read:
         return None
-    world = rows_of(obj.matrix_world)
-    if bone_name:
-        world = product_rows(world, rows_of(obj.pose.bones[bone_name].matrix))
-    rows = product_rows(_armature_inverse(armature), world)
+    rows = product_rows(_armature_inverse(armature), goal_world(obj, bone_name))
     # The sum is finite when every entry is, but for an overflow of huge finite ones: then look at each.
     if not math.isfinite(sum(map(sum, rows))) and not all(math.isfinite(value) for row in rows for value in row):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
@@ -464,10 +461,12 @@ def _armature_inverse(armature):
 
 
 def goal_world(obj, bone_name=""):
-    """The world matrix of ``obj``, or of its pose bone ``bone_name``, as last evaluated (unchecked)."""
+    """The world matrix (rows of floats) of ``obj``, or of its pose bone ``bone_name``, as last evaluated
+    (unchecked)."""
+    world = rows_of(obj.matrix_world)
     if bone_name:
-        return matrix_array(obj.matrix_world) @ matrix_array(obj.pose.bones[bone_name].matrix)
-    return matrix_array(obj.matrix_world)
+        return product_rows(world, rows_of(obj.pose.bones[bone_name].matrix))
+    return world
 
 
 def goal_label(obj, bone_name):
