@@ -69,7 +69,8 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's parent bone's)."""
+    constraints, their rest geometry, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
+    parent bone's)."""
     try:
         names = chain_names(armature, tip_bone)
     except ChainError:
@@ -80,9 +81,11 @@ def _armature_inputs(armature, tip_bone):
         read = []
         for name in names:
             pose_bone, bone = pose_bones[name], bones[name]
+            # The rest geometry too: another Armature datablock, or an edit through another object that shares
+            # this one, changes the bones and keeps their names.
             read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
                          bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
-                         _constraints(pose_bone)))
+                         _constraints(pose_bone), bone.length, bone.matrix_local.copy()))
         chain = (names, tuple(read))
         parent = pose_bones[names[0]].parent
         parent = parent.matrix.copy() if parent is not None else None
