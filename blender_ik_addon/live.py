@@ -21,8 +21,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, chain_names, check_armature_scale, check_target, evaluate_now, forget_read_chains,
-                    order, pose_chain, read_chain, rotation_values, set_rotation, solve_current, verify_pose,
-                    with_armature)
+                    moves_with_chain, order, pose_chain, read_chain, rotation_values, set_rotation, solve_current,
+                    verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -128,10 +128,34 @@ def _live_chains(armature):
     return [chain_settings for chain_settings in settings.chains if chain_settings.live and chain_settings.enabled]
 
 
+def _moved_by(armature, moving, idle):
+    """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
+    ``moving`` (about to be posed), or whose target or pole does, through any number of chains: their inputs
+    change only once that chain is posed, which happens inside Live's own paused section, so no later update
+    would show it. As ``solve_live``'s ``read`` entries, validated."""
+    found, waiting = [], list(idle)
+    while waiting:
+        moved = []
+        for spec, key, inputs in waiting:
+            chain = with_armature(_validated[key], armature)
+            goals = [(spec.target, spec.target_bone)] + ([(spec.pole, spec.pole_bone)] if spec.plane == "POLE" else [])
+            if any(moves_with_chain(other, armature, chain.names[0]) is not None
+                   or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
+                          for obj, bone_name in goals) for other in moving):
+                moved.append((spec, key, inputs, chain))
+        if not moved:
+            break
+        for spec, key, inputs, chain in moved:
+            found.append((spec, chain, inputs, True))
+            moving.append(chain)
+        waiting = [entry for entry in waiting if all(entry[0] is not spec for spec, _, _, _ in moved)]
+    return found
+
+
 def solve_live(armature, scene, force=False, updated=None):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
     never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`."""
-    errors, read = {}, []
+    errors, read, idle = {}, [], []
     duplicate = props.duplicate_name(armature)
     for chain_settings in _live_chains(armature):
         spec = props.chain_spec(chain_settings)
@@ -142,6 +166,8 @@ def solve_live(armature, scene, force=False, updated=None):
         inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
         if not force and last == inputs:
+            if key in _validated:
+                idle.append((spec, key, inputs))
             continue
         if native_rig.is_active(armature, props.rig_key(chain_settings)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
@@ -159,6 +185,8 @@ def solve_live(armature, scene, force=False, updated=None):
             errors[spec] = str(error)
             continue
         read.append((spec, chain, inputs, validated))
+    if read and idle:
+        read += _moved_by(armature, [chain for _, chain, _, _ in read], idle)
     inputs_of = {spec: inputs for spec, _, inputs, _ in read}
     validated_of = {spec: validated for spec, _, _, validated in read}
     posed = 0
