@@ -4,8 +4,9 @@
 its *inputs* changed: the target's, the pole's and the armature's world matrices (or the target and
 pole bones' poses), the pose of the chain's parent bone, the frame and the chain's settings. Posing the
 chain changes none of those, so the update that posing triggers finds nothing to do: no feedback loop,
-and no cost when nothing relevant moved. A chain below another live chain is solved after it; its
-parent bone's new pose is an input, so it follows in the update that posing the first one triggers.
+and no cost when nothing relevant moved. A chain below another live chain (or whose target or pole is) is
+solved after it, in the same update, whenever that one is: its new pose is evaluated inside Live's own paused
+section, which no later update shows.
 
 Each chain is solved on its own: an error on one (shown in its read-out) does not stop the others.
 
