@@ -1,7 +1,8 @@
 """Adversarial review 2: Live reuses the Chain it validated while nothing validation reads changed. What it read
 of the armature named the chain's bones and their flags, not their rest geometry, so a change of the bones
-themselves that keeps their names went unseen: the object given another Armature datablock (a rig swap), or
-the bones edited in Edit Mode through a second object that shares the armature data. Live kept the stale
+themselves that keeps their names went unseen: the object given another Armature datablock (a rig swap), the
+bones edited in Edit Mode through a second object that shares the armature data, or the armature's scale applied
+(Ctrl+A, which scales the bones; it left a false refusal until the next change). Live kept the stale
 read-out ("reached") while the tip sat away from the target, and at the next target move it solved with the
 old bone lengths and refused its own pose as "something in the scene changes the result"."""
 import numpy as np
@@ -39,7 +40,16 @@ def _edit_through_a_second_user(bpy, obj):
     bpy.ops.object.mode_set(mode="OBJECT")
 
 
-@pytest.mark.parametrize("change", [_swap_armature_data, _edit_through_a_second_user])
+def _apply_scale(bpy, obj):
+    obj.scale = (1.3, 1.3, 1.3)
+    bpy.context.view_layer.update()
+    bpy.ops.object.select_all(action="DESELECT")
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.transform_apply(location=False, rotation=False, scale=True)
+
+
+@pytest.mark.parametrize("change", [_swap_armature_data, _edit_through_a_second_user, _apply_scale])
 def test_review2_live_follows_a_change_of_the_chain_bones_geometry(blender, change):
     bpy = blender
     obj, target = _live_rig(bpy)
