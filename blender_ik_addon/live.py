@@ -274,14 +274,23 @@ def follow(scene, depsgraph=None):
             rescan()
     if not _live:
         return
+    names = list(_live)
     with runtime.paused(counted=False):
-        for name in list(_live):
-            armature = bpy.data.objects.get(name)
-            if armature is None or not _has_live(armature):
-                _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
-                continue
-            if name in scene.objects:
-                solve_live(armature, scene, updated=updated)
+        # A pose Live makes is evaluated in this section, so no later update lists what it moved: an armature
+        # whose goal or parent is another live armature's bone would stay behind. While something was posed,
+        # the others are read again (at most once per live armature: chains that follow each other in a loop).
+        for _ in range(len(names)):
+            posed = 0
+            for name in names:
+                armature = bpy.data.objects.get(name)
+                if armature is None or not _has_live(armature):
+                    _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
+                    continue
+                if name in scene.objects:
+                    posed += solve_live(armature, scene, updated=updated)
+            if not posed or len(names) < 2:
+                break
+            updated = None
 
 
 @persistent
