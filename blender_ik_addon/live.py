@@ -278,7 +278,8 @@ def follow(scene, depsgraph=None):
     with runtime.paused(counted=False):
         # A pose Live makes is evaluated in this section, so no later update lists what it moved: an armature
         # whose goal or parent is another live armature's bone would stay behind. While something was posed,
-        # the others are read again (at most once per live armature: chains that follow each other in a loop).
+        # every live armature is read again, whole; at most one pass per live armature, so armatures that
+        # follow each other in a loop stop.
         for _ in range(len(names)):
             posed = 0
             for name in names:
