@@ -513,7 +513,8 @@ def _point_frames(points):
 
 def _drop_samples(fcurve):
     """Free the samples of ``fcurve``, leaving it empty (no keys, no samples)."""
-    first = int(np.floor(fcurve.sampled_points[0].co[0]))
+    # Any range frees them all; one that ends past Blender's last frame is clamped empty, which it refuses.
+    first = min(int(np.floor(fcurve.sampled_points[0].co[0])), _SAMPLING_FRAMES.hard_max - 1)
     fcurve.convert_to_keyframes(first, first + 1)  # frees every sample; leaves one key
     fcurve.keyframe_points.clear()
 

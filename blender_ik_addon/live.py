@@ -4,8 +4,9 @@
 its *inputs* changed: the target's, the pole's and the armature's world matrices (or the target and
 pole bones' poses), the pose of the chain's parent bone, the frame and the chain's settings. Posing the
 chain changes none of those, so the update that posing triggers finds nothing to do: no feedback loop,
-and no cost when nothing relevant moved. A chain below another live chain is solved after it; its
-parent bone's new pose is an input, so it follows in the update that posing the first one triggers.
+and no cost when nothing relevant moved. A chain below another live chain (or whose target or pole is) is
+solved after it, in the same update, whenever that one is: its new pose is evaluated inside Live's own paused
+section, which no later update shows.
 
 Each chain is solved on its own: an error on one (shown in its read-out) does not stop the others.
 
@@ -21,8 +22,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, chain_names, check_armature_scale, check_target, evaluate_now, forget_read_chains,
-                    order, pose_chain, read_chain, rotation_values, set_rotation, solve_current, verify_pose,
-                    with_armature)
+                    moves_with_chain, order, pose_chain, read_chain, rotation_values, set_rotation, solve_current,
+                    verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -69,7 +70,8 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's parent bone's)."""
+    constraints, their rest geometry, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
+    parent bone's)."""
     try:
         names = chain_names(armature, tip_bone)
     except ChainError:
@@ -80,9 +82,11 @@ def _armature_inputs(armature, tip_bone):
         read = []
         for name in names:
             pose_bone, bone = pose_bones[name], bones[name]
+            # The rest geometry too: another Armature datablock, or an edit through another object that shares
+            # this one, changes the bones and keeps their names.
             read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
                          bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
-                         _constraints(pose_bone)))
+                         _constraints(pose_bone), bone.length, bone.matrix_local.copy()))
         chain = (names, tuple(read))
         parent = pose_bones[names[0]].parent
         parent = parent.matrix.copy() if parent is not None else None
@@ -125,10 +129,34 @@ def _live_chains(armature):
     return [chain_settings for chain_settings in settings.chains if chain_settings.live and chain_settings.enabled]
 
 
+def _moved_by(armature, moving, idle):
+    """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
+    ``moving`` (about to be posed), or whose target or pole does, through any number of chains: their inputs
+    change only once that chain is posed, which happens inside Live's own paused section, so no later update
+    would show it. As ``solve_live``'s ``read`` entries, validated."""
+    found, waiting = [], list(idle)
+    while waiting:
+        moved = []
+        for spec, key, inputs in waiting:
+            chain = with_armature(_validated[key], armature)
+            goals = [(spec.target, spec.target_bone)] + ([(spec.pole, spec.pole_bone)] if spec.plane == "POLE" else [])
+            if any(moves_with_chain(other, armature, chain.names[0]) is not None
+                   or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
+                          for obj, bone_name in goals) for other in moving):
+                moved.append((spec, key, inputs, chain))
+        if not moved:
+            break
+        for spec, key, inputs, chain in moved:
+            found.append((spec, chain, inputs, True))
+            moving.append(chain)
+        waiting = [entry for entry in waiting if all(entry[0] is not spec for spec, _, _, _ in moved)]
+    return found
+
+
 def solve_live(armature, scene, force=False, updated=None):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
     never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`."""
-    errors, read = {}, []
+    errors, read, idle = {}, [], []
     duplicate = props.duplicate_name(armature)
     for chain_settings in _live_chains(armature):
         spec = props.chain_spec(chain_settings)
@@ -139,6 +167,8 @@ def solve_live(armature, scene, force=False, updated=None):
         inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
         if not force and last == inputs:
+            if key in _validated:
+                idle.append((spec, key, inputs))
             continue
         if native_rig.is_active(armature, props.rig_key(chain_settings)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
@@ -156,6 +186,8 @@ def solve_live(armature, scene, force=False, updated=None):
             errors[spec] = str(error)
             continue
         read.append((spec, chain, inputs, validated))
+    if read and idle:
+        read += _moved_by(armature, [chain for _, chain, _, _ in read], idle)
     inputs_of = {spec: inputs for spec, _, inputs, _ in read}
     validated_of = {spec: validated for spec, _, _, validated in read}
     posed = 0
@@ -242,24 +274,22 @@ def follow(scene, depsgraph=None):
             rescan()
     if not _live:
         return
-    armatures, chains = [], 0
+    armatures = []
     for name in list(_live):
         armature = bpy.data.objects.get(name)
-        count = len(_live_chains(armature)) if armature is not None and armature.type == "ARMATURE" else 0
-        if not count:
+        if armature is None or not _has_live(armature):
             _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
         elif name in scene.objects:
             armatures.append(armature)
-            chains += count
     with runtime.paused(counted=False):
-        # Posing a chain moves the chains below it (a finger below an arm) and the goals on its bones, whose inputs
-        # were read before it was posed; its evaluation happened here, paused, so no later update would show it.
-        # So while a pass poses something, another pass re-reads everything and solves what changed (each pass
-        # settles at least one level of such chains; the bound stops chains that aim at each other across
-        # armatures).
-        for _ in range(chains if chains > 1 else 1):
+        # A pose Live makes is evaluated in this section, so no later update lists what it moved. Within one
+        # armature, solve_live solves the chains below a posed chain with it (_moved_by); an armature whose goal
+        # or parent is another live armature's bone would stay behind. So while something was posed and two or
+        # more armatures are live, every live armature is read again, whole; at most one pass per live armature,
+        # so armatures that follow each other in a loop stop.
+        for _ in range(len(armatures)):
             posed = sum(solve_live(armature, scene, updated=updated) for armature in armatures)
-            if not posed:
+            if not posed or len(armatures) < 2:
                 break
             updated = None
 

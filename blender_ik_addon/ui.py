@@ -150,6 +150,8 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
             operator = row.operator("blender_ik.bake", icon="KEYINGSET" if which == "ALL" else "NONE", text=text)
             operator.frame_start, operator.frame_end = start, end
             operator.step, operator.output = 1 if samples else settings.bake_step, settings.bake_output
+            if samples:  # else Blender gives the button the last run's interpolation, which samples may refuse
+                operator.interpolation = "LINEAR"
             operator.chains = which
 
 
