@@ -685,6 +685,18 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
         self._fill_range(context)
         return context.window_manager.invoke_props_dialog(self)
 
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        for name in ("frame_start", "frame_end", "output"):
+            layout.prop(self, name)
+        keys_only = layout.column()
+        keys_only.active = self.output == "KEYS"  # samples: one per frame, played linearly (others are refused)
+        keys_only.prop(self, "step")
+        keys_only.prop(self, "interpolation")
+        layout.prop(self, "chains")
+        layout.prop(self, "shared_action")
+
     def run(self, context, armature):
         self._fill_range(context)
         window_manager = context.window_manager

@@ -154,3 +154,21 @@ def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output):
     curve = keys.find_fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 0)
     points = curve.sampled_points if output == "SAMPLES" else curve.keyframe_points
     assert [point.co[0] for point in points] == list(range(1, 10, button.step))
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_bake_dialog_shows_every_setting_and_greys_out_what_samples_ignore(blender, monkeypatch, output):
+    """The Bake operator's dialog (and Adjust Last Operation) draws each of its settings once; Step and
+    Interpolation are greyed out for samples, which take step 1 and Linear only."""
+    bpy = blender
+    from blender_ik_addon import ops
+    shown = []
+    monkeypatch.setattr(FakeLayout, "prop", lambda self, data, name, **kwargs: shown.append(
+        (name, getattr(self, "active", True))))
+    operator = types.SimpleNamespace(layout=FakeLayout(bpy, []), output=output)
+    ops.BLENDER_IK_OT_bake.draw(operator, bpy.context)
+    names = [name for name, _ in shown]
+    rna = bpy.ops.blender_ik.bake.get_rna_type().properties
+    assert sorted(names) == sorted(name for name in rna.keys() if name != "rna_type")
+    greyed = {name for name, active in shown if not active}
+    assert greyed == ({"step", "interpolation"} if output == "SAMPLES" else set())
