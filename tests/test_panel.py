@@ -131,8 +131,12 @@ def test_panels_draw(blender, state):
 
 
 @pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
-def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output):
-    """The panel's Bake buttons carry its settings: Output, and Step (greyed out for samples, one per frame)."""
+@pytest.mark.parametrize("remembered", ["LINEAR", "BEZIER", "CONSTANT"])
+def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output, remembered):
+    """The panel's Bake buttons carry its settings: Output, and Step (greyed out for samples, one per frame).
+    Blender fills what a button leaves unset from the operator's last run (WM_operator_last_properties_init):
+    after a Bezier bake through F3, the panel's bake to samples must not take Bezier (the panel has no
+    Interpolation to change it)."""
     bpy = blender
     from blender_ik_addon import keys, ui
     obj = build_arm()
@@ -149,8 +153,10 @@ def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output):
                                       types.SimpleNamespace(active_object=obj, scene=bpy.context.scene))
     button = buttons[0]  # Bake All
     assert (button.output, button.step) == (output, 1 if output == "SAMPLES" else 2)
-    assert bpy.ops.blender_ik.bake(frame_start=button.frame_start, frame_end=button.frame_end, step=button.step,
-                                   output=button.output, chains=button.chains) == {"FINISHED"}
+    # What Blender runs: the button's properties, the last run's for the ones it leaves unset.
+    last_run = {"interpolation": remembered, "step": 3, "shared_action": False}
+    given = {name: value for name, value in vars(button).items() if name != "rna"}
+    assert bpy.ops.blender_ik.bake(**{**last_run, **given}) == {"FINISHED"}
     curve = keys.find_fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 0)
     points = curve.sampled_points if output == "SAMPLES" else curve.keyframe_points
     assert [point.co[0] for point in points] == list(range(1, 10, button.step))
