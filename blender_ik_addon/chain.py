@@ -273,8 +273,13 @@ def moves_with_chain(chain, obj, bone_name=""):
     """The chain bone that ``obj`` (or its bone ``bone_name``) hangs from, through any parents, or None.
 
     Anything below the chain's first bone moves when the chain is posed."""
-    armature = chain.armature
-    roots = set(chain.names[:1])
+    return hangs_below(chain.armature, chain.names[0], obj, bone_name)
+
+
+def hangs_below(armature, first_bone, obj, bone_name=""):
+    """The bone of ``armature`` at or below ``first_bone`` that ``obj`` (or its bone ``bone_name``) hangs from,
+    through any parents, or None."""
+    roots = {first_bone}
     if obj == armature and bone_name:
         return _below(armature, bone_name, roots)
     while obj is not None:

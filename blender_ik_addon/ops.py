@@ -7,7 +7,8 @@ from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    pose_chain, prepare, read_chain, rotation_values, set_rotation, solve_current, verify_pose)
+                    goal_label, hangs_below, pose_chain, prepare, read_chain, rotation_values, set_rotation,
+                    solve_current, verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -607,6 +608,44 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _tip(armature, tip_bone):
+    try:
+        return chain_names(armature, tip_bone)
+    except ChainError:
+        return None  # not a chain: the bake refuses it with the reason, Live does not pose it
+
+
+def _check_goals_not_live(scene, armature, specs):
+    """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones), unless that chain
+    is baked too: Live poses in handlers, which a bake pauses, so the bake would follow that chain's keyed pose,
+    and playback, with Live posing it, would show another."""
+    names = {spec: _tip(armature, spec.tip_bone) for spec in specs}
+    baked = {(armature.as_pointer(), chain[2]) for chain in names.values() if chain is not None}
+    live = []  # (armature, first bone, chain settings) of every live chain not baked here
+    for owner in scene.objects:
+        if owner.type != "ARMATURE" or not hasattr(owner, "blender_ik"):
+            continue
+        for chain_settings in owner.blender_ik.chains:
+            chain = _tip(owner, chain_settings.tip_bone) if chain_settings.live and chain_settings.enabled else None
+            if chain is not None and (owner.as_pointer(), chain[2]) not in baked:
+                live.append((owner, chain[0], chain_settings))
+    for spec in specs:
+        moved = [("target", spec.target, spec.target_bone)]
+        if spec.plane == "POLE":
+            moved.append(("pole", spec.pole, spec.pole_bone))
+        if names[spec] is not None:  # below a live chain, its keys would turn with Live's pose of that chain
+            moved.append(("chain", armature, names[spec][0]))
+        for role, obj, bone_name in moved:
+            for owner, first, chain_settings in live:
+                if obj is not None and hangs_below(owner, first, obj, bone_name) is not None:
+                    what = (f"chain's first bone '{bone_name}'" if role == "chain"
+                            else f"{role} '{goal_label(obj, bone_name)}'")
+                    raise ChainError(f"The {what} moves with chain '{chain_settings.name or chain_settings.tip_bone}' "
+                                     f"of armature '{owner.name}', which Live poses: a bake follows that chain's "
+                                     "keyed pose, not Live's; bake both together, or that one first (its keys then "
+                                     "pose it), or turn its Live off", spec.label)
+
+
 def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="LINEAR",
              progress=None, names=None, specs=None, allow_shared=False, output="KEYS"):
     """Bake the armature's chains (``which``: 'ALL' enabled or 'ACTIVE'; ``names``: only those chains;
@@ -632,6 +671,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
                                  f"(its chains: {known})")
             chosen = [by_name[name] for name in names]
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
+    _check_goals_not_live(scene, armature, specs)
     # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted.
     with _MutedRigs(armature, chosen) as muted:
         result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,

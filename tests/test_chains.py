@@ -471,3 +471,53 @@ def test_a_01_file_opens_with_its_chain_as_chains_0(blender, tmp_path):
     assert readout(obj, "hand.L").status == "REACHED"
     assert tip_error(bpy, obj, "hand.L", chain.target, up_axis="-X")[0] < 1e-5
 
+
+
+def _finger_below_a_live_arm(bpy, obj, other):
+    """Bake the finger chain alone while the arm chain above it is live."""
+    return obj, ["finger3.L"]
+
+
+def _goal_on_a_live_hand(bpy, obj, other):
+    """Bake the other figure's arm, whose target is this figure's live left hand bone."""
+    chain = other.blender_ik.chains["hand.R"]
+    chain.target, chain.target_bone = obj, "hand.L"
+    return other, ["hand.R"]
+
+
+def _goal_held_by_a_live_hand(bpy, obj, other):
+    """Bake the other figure's arm, whose target Empty this figure's live left hand holds."""
+    held = other.blender_ik.chains["hand.R"].target
+    held.parent, held.parent_type, held.parent_bone = obj, "BONE", "hand.L"
+    return other, ["hand.R"]
+
+
+@pytest.mark.parametrize("case", [_finger_below_a_live_arm, _goal_on_a_live_hand, _goal_held_by_a_live_hand])
+def test_a_bake_refuses_what_a_live_chain_it_does_not_bake_moves(blender, case):
+    """Live poses in handlers, which a bake pauses: a chain (or its goal) below a live chain would be baked on that
+    chain's keyed pose, and play back on Live's. Refused, naming the live chain, with nothing changed; baking both
+    together is fine."""
+    bpy = blender
+    obj = build_body(bpy, fingers=True)
+    for tip in ("hand.L", "finger3.L"):
+        chain = obj.blender_ik.chains.add()
+        chain.name, chain.tip_bone = tip, tip
+        chain.target = add_empty(f"{tip}_goal", tuple(obj.matrix_world @ obj.pose.bones[tip].tail))
+    other = build_body(bpy, name="Other")
+    other.location.x = 1.5
+    chain = other.blender_ik.chains.add()
+    chain.name, chain.tip_bone = "hand.R", "hand.R"
+    chain.target = add_empty("other_goal", tuple(other.matrix_world @ other.pose.bones["hand.R"].tail))
+    baked, names = case(bpy, obj, other)
+    bpy.context.view_layer.update()
+    obj.blender_ik.chains["hand.L"].live = True
+    bpy.context.view_layer.update()
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    before = pose_snapshot(baked)
+    with pytest.raises(ChainError, match=r"moves with chain 'hand.L' of armature 'Body', which Live poses"):
+        bake_armature(bpy.context.scene, baked, names=names, frame_start=1, frame_end=5)
+    assert baked.animation_data is None and pose_snapshot(baked) == before
+    if baked == obj:  # the live chain baked with it: its keys pose it, and its Live is turned off
+        result = bake_armature(bpy.context.scene, obj, names=["hand.L", "finger3.L"], frame_start=1, frame_end=5)
+        assert len(result.chains) == 2 and not obj.blender_ik.chains["hand.L"].live
