@@ -373,6 +373,45 @@ def _file_chains(bpy, scene, args, path):
     return found
 
 
+def _in_dependency_order(jobs):
+    """The jobs ``(armature, names, specs)`` with an armature whose chains, targets or poles hang from another
+    armature's baked chains after that one (a prop rig held in a character's hand): its bake reads the other's pose
+    as keyed, which must be the new keys. Otherwise (and in a loop) as given."""
+    from blender_ik_addon.chain import ChainError, chain_names, hangs_below
+    from blender_ik_addon.props import chain_spec, selected_chains
+
+    def specs_of(armature, names, specs):
+        if specs is not None:
+            return specs
+        chains = armature.blender_ik.chains
+        return [chain_spec(c) for c in (selected_chains(armature) if names is None else
+                                        [c for c in chains if c.name in names])]
+
+    firsts, moved = [], []
+    for armature, names, specs in jobs:
+        described = specs_of(armature, names, specs)
+        heads = []
+        for spec in described:
+            try:
+                heads.append(chain_names(armature, spec.tip_bone)[0])
+            except ChainError:
+                pass  # refused by its own bake
+        firsts.append(heads)
+        goals = [(armature, "")] + [(spec.target, spec.target_bone) for spec in described]
+        moved.append(goals + [(spec.pole, spec.pole_bone) for spec in described if spec.plane == "POLE"])
+
+    def needs(index, other):
+        return other != index and any(obj is not None and hangs_below(jobs[other][0], head, obj, bone) is not None
+                                      for head in firsts[other] for obj, bone in moved[index])
+
+    ordered, left = [], list(range(len(jobs)))
+    while left:
+        ready = [index for index in left if not any(needs(index, other) for other in left)] or left
+        ordered.append(ready[0])
+        left.remove(ready[0])
+    return [jobs[index] for index in ordered]
+
+
 def _chain_record(armature, chain, result):
     spec = chain.spec
     return {"armature": armature.name, "chain": chain.name, "tip_bone": chain.bones[2],
@@ -418,7 +457,8 @@ def bake_file(path, output, args):
         if args.target is not None:
             jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
         else:
-            jobs = [(armature, names, None) for armature, names in _file_chains(bpy, scene, args, path)]
+            jobs = _in_dependency_order([(armature, names, None)
+                                         for armature, names in _file_chains(bpy, scene, args, path)])
         start = scene.frame_start if args.start is None else args.start
         end = scene.frame_end if args.end is None else args.end
         results = []

@@ -555,3 +555,52 @@ def test_a_report_interrupted_while_written_is_the_old_one(work, tmp_path):
     assert {name for name in after if not name.startswith("paused")} == set(before) | {"in/walk_baked.blend"}
     assert all(after[name] == before[name] for name in before)
     assert (work.folder.parent / "report.json").read_text() == "the last run's report\n"
+
+
+def test_an_armature_held_by_another_is_baked_after_it(blender, work):
+    """'Body' comes first in the scene, but its right hand's target is held by 'Lead''s left hand, whose chain the
+    same run bakes: Body's bake must read Lead's new keys, so it runs after Lead's."""
+    bpy = blender
+    body = build_body(bpy, name="Body")
+    lead = build_body(bpy, name="Lead")
+    lead.location.x = 0.9
+    bpy.context.view_layer.update()
+    held = add_empty("Held", tuple(body.matrix_world @ body.pose.bones["hand.R"].tail))
+    world = held.matrix_world.copy()
+    held.parent, held.parent_type, held.parent_bone = lead, "BONE", "hand.L"
+    bpy.context.view_layer.update()
+    held.matrix_world = world
+    chain = body.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand.R", "hand.R", held
+    chain = lead.blender_ik.chains.add()
+    chain.name, chain.tip_bone = "hand.L", "hand.L"
+    chain.target = add_empty("Lead_goal")
+    rng = np.random.default_rng(3)
+    for frame in range(1, BODY_FRAMES + 1):
+        chain.target.matrix_world = fk_goal(bpy, lead, "hand.L", rng)
+        chain.target.keyframe_insert("location", frame=frame)
+        chain.target.keyframe_insert("rotation_euler", frame=frame)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, BODY_FRAMES
+    assert [obj.name for obj in bpy.context.scene.objects if obj.type == "ARMATURE"] == ["Body", "Lead"]
+    bpy.ops.wm.save_as_mainfile(filepath=str(work.folder / "held.blend"), copy=True)
+    done = work.run("held.blend")
+    assert done.returncode == 0, done.stderr
+
+    def tips(path, bake_first=None):
+        """Body's right hand tip on every frame of the file, after baking Lead's chain then Body's if asked."""
+        bpy.ops.wm.open_mainfile(filepath=str(path))
+        if bake_first:
+            from blender_ik_addon.ops import bake_armature
+            for name in bake_first:
+                bake_armature(bpy.context.scene, bpy.data.objects[name])
+        body = bpy.data.objects["Body"]
+        found = []
+        for frame in range(1, BODY_FRAMES + 1):
+            bpy.context.scene.frame_set(frame)
+            found.append(np.array(body.matrix_world @ body.pose.bones["hand.R"].tail))
+        return np.array(found)
+
+    baked = tips(work.folder / "held_baked.blend")
+    expected = tips(work.folder / "held.blend", bake_first=("Lead", "Body"))
+    assert np.abs(baked - expected).max() < 1e-6
+    assert np.ptp(expected, axis=0).max() > 0.01  # Body's hand did follow Lead's baked hand
