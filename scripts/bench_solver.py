@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Solves per second of the 3D three-link solver, single and batched.
+"""Solves per second of the 3D three-link solver, single (numpy, and on floats) and batched.
 
     python scripts/bench_solver.py [--batch 100000] [--repeat 9]
 
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from blender_ik_addon.solver import solve_three_link  # noqa: E402
+from blender_ik_addon.solver import solve_one, solve_three_link  # noqa: E402
 
 SINGLE_TARGET = 50e-6  # seconds per single solve
 BATCH_TARGET = 5_000_000  # batched solves per second
@@ -52,11 +52,14 @@ def main():
     singles = 2000
     single = best_times(lambda: [solve_three_link(base[i], lengths[i], target[i], up[i]) for i in range(singles)],
                         args.repeat)
+    rows = [tuple(map(tuple, array[:singles].tolist())) for array in (base, lengths, target, up)]
+    floats = best_times(lambda: [solve_one(*sample) for sample in zip(*rows)], args.repeat)
     batch = best_times(lambda: solve_three_link(base, lengths, target, up), args.repeat)
     for clock, index in (("wall", 0), ("CPU", 1)):
-        per_single, rate = single[index] / singles, n / batch[index]
+        per_single, per_float, rate = single[index] / singles, floats[index] / singles, n / batch[index]
         print(f"[{clock:4s}] single solve (N=1):       {per_single * 1e6:6.1f} µs per solve; "
               f"target < {SINGLE_TARGET * 1e6:.0f} µs: {SINGLE_TARGET / per_single:.2f}x the target's speed")
+        print(f"[{clock:4s}] single solve, floats:     {per_float * 1e6:6.1f} µs per solve (solve_one, Live's path)")
         print(f"[{clock:4s}] batched solve (N={n:,}): {rate:12,.0f} solves/s ({batch[index] * 1e3:.1f} ms); "
               f"target >= {BATCH_TARGET:,.0f}/s: {rate / BATCH_TARGET:.2f}x the target")
 
