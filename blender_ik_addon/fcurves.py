@@ -2,11 +2,13 @@
 
 Blender evaluates an F-curve in float32 C code (bezier root finding, the easing equations,
 modifiers) whose last bits a numpy re-implementation cannot promise to match. So Blender's own code
-does it: each F-curve's keys, extrapolation and modifiers are copied onto a throwaway F-curve, which
-``convert_to_samples`` evaluates over the frame span in one C loop (the same ``evaluate_fcurve`` as
-``FCurve.evaluate``), and the samples are read back in bulk. The user's F-curves are only read. A curve
-whose copy could not be made faithfully (see :func:`_copy_modifiers`), or frames that are not whole or
-too sparse for sampling their span to pay, fall back to ``FCurve.evaluate`` per frame.
+does it: the F-curves are copied, and ``convert_to_samples`` evaluates each copy over the frame span in one
+C loop (the same ``evaluate_fcurve`` as ``FCurve.evaluate``); the samples are read back in bulk. The copy is
+of the whole action, made by Blender in C (keys, extrapolation and modifiers exactly, for a few µs), unless
+the action holds far more keys than the curves asked for; then each curve's keys, extrapolation and
+modifiers are copied onto a throwaway F-curve. The user's F-curves are only read. A curve whose copy could
+not be made faithfully (see :func:`_copy_modifiers`), or frames that are not whole or too sparse for
+sampling their span to pay, fall back to ``FCurve.evaluate`` per frame.
 """
 import bpy
 import numpy as np
@@ -33,6 +35,12 @@ _GENERATORS = {"GENERATOR", "FNGENERATOR"}
 # unless the frames asked for are sparser than this within their span.
 _SPARSEST = 4
 _MIN_SPAN = 256
+# An action is copied whole when it holds at most this many keys besides those of the curves asked for: the
+# copy costs memory for every key in it (about 80 bytes each), and more than that is copied curve by curve.
+_SPARE_KEYS = 100_000
+# The frames convert_to_samples takes (looked up once: RNA's introspection costs more than a short sampling).
+_CONVERT = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
+_SAMPLE_LIMITS = (_CONVERT["start"].hard_min, _CONVERT["end"].hard_max)
 
 
 def is_empty(fcurve):
@@ -61,10 +69,35 @@ def evaluate_many(fcurves, frames, dtype=np.float64):
         return values
     first, last = span
     offsets = (frames - first).astype(np.intp)
-    with keys.scratch_fcurves() as scratch:
-        for column, fcurve in enumerate(fcurves):
-            sampled = _sample(fcurve, first, last, scratch)
-            values[:, column] = _evaluate_each(fcurve, frames) if sampled is None else sampled[offsets]
+    by_action, alone = {}, []
+    for column, fcurve in enumerate(fcurves):
+        if not len(fcurve.keyframe_points) or len(fcurve.sampled_points):  # nothing Blender can sample
+            values[:, column] = _evaluate_each(fcurve, frames)
+        elif isinstance(fcurve.id_data, bpy.types.Action):
+            by_action.setdefault(fcurve.id_data.as_pointer(), []).append(column)
+        else:
+            alone.append(column)
+    for columns in by_action.values():
+        action = fcurves[columns[0]].id_data
+        every = keys.action_fcurves(action)
+        asked = sum(len(fcurves[column].keyframe_points) for column in columns)
+        if sum(len(fcurve.keyframe_points) for fcurve in every) - asked > _SPARE_KEYS:
+            alone += columns
+            continue
+        position = {fcurve.as_pointer(): index for index, fcurve in enumerate(every)}
+        copy = action.copy()
+        try:
+            copied = keys.action_fcurves(copy)
+            for column in columns:
+                sampled = _samples(copied[position[fcurves[column].as_pointer()]], first, last)
+                values[:, column] = _evaluate_each(fcurves[column], frames) if sampled is None else sampled[offsets]
+        finally:
+            bpy.data.actions.remove(copy)
+    if alone:
+        with keys.scratch_fcurves() as scratch:
+            for column in sorted(alone):
+                sampled = _sample(fcurves[column], first, last, scratch)
+                values[:, column] = _evaluate_each(fcurves[column], frames) if sampled is None else sampled[offsets]
     return values
 
 
@@ -76,8 +109,7 @@ def _sample_span(frames):
     if frames.dtype.kind == "f" and not (np.isfinite(frames).all() and (frames == np.floor(frames)).all()):
         return None
     first, last = int(frames.min()), int(frames.max())
-    parameters = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
-    if first < parameters["start"].hard_min or last + 1 > parameters["end"].hard_max:
+    if first < _SAMPLE_LIMITS[0] or last + 1 > _SAMPLE_LIMITS[1]:
         return None
     if last - first + 1 > _SPARSEST * len(frames) + _MIN_SPAN:
         return None
@@ -108,20 +140,26 @@ def _sample(fcurve, first, last, scratch):
             buffer = np.empty(count * width, dtype=dtype)
             source.foreach_get(attribute, buffer)
             target.foreach_set(attribute, buffer)
-        # The end frame is exclusive (on every version from 4.2 to 5.2); checked below all the same.
-        try:
-            copy.convert_to_samples(first, last + 1)
-        except RuntimeError:  # Blender refused (it reports why); evaluate frame by frame instead
-            return None
-        points = copy.sampled_points
-        samples = np.empty(2 * len(points), dtype=np.float32)
-        points.foreach_get("co", samples)
-        samples = samples.reshape(-1, 2)
-        if len(samples) != last - first + 1 or samples[0, 0] != first or samples[-1, 0] != last:
-            return None
-        return samples[:, 1]
+        return _samples(copy, first, last)
     finally:
         scratch.remove(copy)
+
+
+def _samples(copy, first, last):
+    """float32 values of the F-curve ``copy`` (a throwaway copy: its keys become samples) at ``first..last``,
+    or None when Blender refuses."""
+    # The end frame is exclusive (on every version from 4.2 to 5.2); checked below all the same.
+    try:
+        copy.convert_to_samples(first, last + 1)
+    except RuntimeError:  # Blender refused (it reports why); evaluate frame by frame instead
+        return None
+    points = copy.sampled_points
+    samples = np.empty(2 * len(points), dtype=np.float32)
+    points.foreach_get("co", samples)
+    samples = samples.reshape(-1, 2)
+    if len(samples) != last - first + 1 or samples[0, 0] != first or samples[-1, 0] != last:
+        return None
+    return samples[:, 1]
 
 
 def _settings(modifier):

@@ -108,6 +108,15 @@ def object_fcurves(obj):
     return list(anim_data.action.fcurves)
 
 
+def action_fcurves(action):
+    """Every F-curve of ``action`` (of all its slots, layers and strips), in an order its copy
+    (``action.copy()``) repeats."""
+    if not _LAYERED:
+        return list(action.fcurves)
+    return [fcurve for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fcurve in bag.fcurves]
+
+
 def find_fcurve(obj, data_path, index):
     """The F-curve of ``obj``'s own animation for ``data_path[index]``, or None."""
     for fcurve in object_fcurves(obj):

@@ -31,6 +31,26 @@ def empty_file():
     yield bpy
 
 
+COPY_MODES = ("whole action", "curve by curve")
+
+
+@pytest.fixture(params=COPY_MODES)
+def copy_mode(request, monkeypatch):
+    """Both ways of copying the curves to sample: the whole action at once, or (for an action holding many
+    more keys than asked for) each curve onto a throwaway one. Counts the curves copied one by one."""
+    if request.param == "curve by curve":
+        monkeypatch.setattr(fcurves, "_SPARE_KEYS", -1)
+    one_by_one = []
+    sample = fcurves._sample
+
+    def counted(fcurve, *args):
+        one_by_one.append(fcurve)
+        return sample(fcurve, *args)
+
+    monkeypatch.setattr(fcurves, "_sample", counted)
+    yield request.param, one_by_one
+
+
 def make_empty(name="Holder"):
     obj = bpy.data.objects.new(name, None)
     bpy.context.scene.collection.objects.link(obj)
@@ -151,7 +171,7 @@ def blender_values(fcurve, frames):
 
 
 @pytest.mark.parametrize("frames", FRAME_SETS.values(), ids=FRAME_SETS.keys())
-def test_equal_to_evaluate_bit_for_bit(empty_file, monkeypatch, frames):
+def test_equal_to_evaluate_bit_for_bit(empty_file, monkeypatch, copy_mode, frames):
     obj, curves = random_curves()
     per_frame = []  # the curves evaluated one frame at a time instead of sampled
     evaluate_each = fcurves._evaluate_each
@@ -164,6 +184,8 @@ def test_equal_to_evaluate_bit_for_bit(empty_file, monkeypatch, frames):
     values = fcurves.evaluate_many(curves, frames)
     # Only the curves without keys (which Blender cannot sample), unless the frames are too sparse to sample.
     assert len(per_frame) == (len(curves) if len(frames) == 3 else 3)
+    mode, one_by_one = copy_mode
+    assert len(one_by_one) == (0 if mode == "whole action" or len(frames) == 3 else len(curves) - 3)
     assert values.shape == (len(frames), len(curves)) and values.dtype == np.float64
     for column, fcurve in enumerate(curves):
         expected = blender_values(fcurve, frames)
@@ -188,7 +210,7 @@ def test_every_interpolation_and_handle_type_is_covered(empty_file):
     assert {len(fcurve.keyframe_points) for fcurve in curves} >= {0, 1, 2}
 
 
-def test_user_data_is_unchanged_and_nothing_is_left_behind(empty_file):
+def test_user_data_is_unchanged_and_nothing_is_left_behind(empty_file, copy_mode):
     obj, curves = random_curves(seed=1)
     sampled = random_curve(np.random.default_rng(2), obj, 99, 6)
     sampled.convert_to_samples(0, 30)  # a curve that holds samples instead of keys
@@ -202,14 +224,14 @@ def test_user_data_is_unchanged_and_nothing_is_left_behind(empty_file):
     assert not any(fcurve.data_path.startswith("blender_ik") for fcurve in keys.object_fcurves(obj))
 
 
-def test_nothing_is_left_behind_when_sampling_fails(empty_file, monkeypatch):
+def test_nothing_is_left_behind_when_sampling_fails(empty_file, monkeypatch, copy_mode):
     obj, curves = random_curves()
     actions = len(bpy.data.actions)
 
     def fail(*args):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr(fcurves, "_copy_modifiers", fail)
+    monkeypatch.setattr(fcurves, "_samples", fail)
     with pytest.raises(RuntimeError, match="interrupted"):
         fcurves.evaluate_many(curves[50:], np.arange(10))
     assert len(bpy.data.actions) == actions
