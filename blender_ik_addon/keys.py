@@ -50,20 +50,22 @@ def _enum_value(attribute, name):
 _ADDED_INTERPOLATION = _enum_value("interpolation", "BEZIER")
 
 
-def _new_key_defaults():
-    """A new key's attributes other than co, handles and interpolation, as ``keyframe_insert`` sets them."""
-    return {
-        "handle_left_type": _enum_value("handle_left_type", "AUTO_CLAMPED"),
-        "handle_right_type": _enum_value("handle_right_type", "AUTO_CLAMPED"),
-        "easing": _enum_value("easing", "AUTO"),
-        "type": _enum_value("type", "KEYFRAME"),
-        "back": 1.70158,
-        "amplitude": 0.8,
-        "period": 4.1,
-        "select_control_point": True,
-        "select_left_handle": True,
-        "select_right_handle": True,
-    }
+# Every interpolation a key can have, by name.
+_INTERPOLATION_VALUES = {item.identifier: item.value
+                         for item in bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items}
+# A new key's attributes other than co, handles and interpolation, as ``keyframe_insert`` sets them.
+_NEW_KEY_DEFAULTS = {
+    "handle_left_type": _enum_value("handle_left_type", "AUTO_CLAMPED"),
+    "handle_right_type": _enum_value("handle_right_type", "AUTO_CLAMPED"),
+    "easing": _enum_value("easing", "AUTO"),
+    "type": _enum_value("type", "KEYFRAME"),
+    "back": 1.70158,
+    "amplitude": 0.8,
+    "period": 4.1,
+    "select_control_point": True,
+    "select_left_handle": True,
+    "select_right_handle": True,
+}
 
 
 def ensure_action(obj, name=None):
@@ -125,19 +127,34 @@ def find_fcurve(obj, data_path, index):
     return None
 
 
-def _new_fcurve(obj, action, data_path, index, group_name):
-    """Create an F-curve in the animation ``ensure_action`` set up, grouped under ``group_name``."""
+def _fcurve_maker(obj, action):
+    """A function ``(data_path, index, group_name)`` that creates an F-curve in the animation
+    ``ensure_action`` set up, grouped under ``group_name`` (the layer, strip, channelbag and groups are looked
+    up once, not per F-curve)."""
     if not _LAYERED:
-        return action.fcurves.new(data_path, index=index, action_group=group_name)
-    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
-    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type='KEYFRAME')
-    bag = strip.channelbag(obj.animation_data.action_slot, ensure=True)
-    # 4.4/4.5 have no group_name argument here, so the group is assigned afterwards.
-    fcurve = bag.fcurves.new(data_path, index=index)
-    if group_name:
-        group = next((g for g in bag.groups if g.name == group_name), None) or bag.groups.new(group_name)
-        fcurve.group = group
-    return fcurve
+        return lambda data_path, index, group_name: action.fcurves.new(data_path, index=index,
+                                                                       action_group=group_name)
+    found = {}
+
+    def new(data_path, index, group_name):
+        if not found:
+            layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+            strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type='KEYFRAME')
+            found["bag"] = bag = strip.channelbag(obj.animation_data.action_slot, ensure=True)
+            found["groups"] = groups = {}
+            for group in bag.groups:
+                groups.setdefault(group.name, group)
+        bag, groups = found["bag"], found["groups"]
+        # 4.4/4.5 have no group_name argument here, so the group is assigned afterwards.
+        fcurve = bag.fcurves.new(data_path, index=index)
+        if group_name:
+            group = groups.get(group_name)
+            if group is None:
+                group = groups[group_name] = bag.groups.new(group_name)
+            fcurve.group = group
+        return fcurve
+
+    return new
 
 
 class _Scratch:
@@ -187,38 +204,38 @@ def _read_keys(keyframe_points, attributes):
     return keys
 
 
-def _write_channel(fcurve, frames, channel_values, interpolation_value, defaults, replace):
-    """Replace the keys of ``fcurve`` inside ``replace`` (first, last frame) by the new ones, keep the rest."""
+def _write_channel(fcurve, frames, co, new_keys, replace):
+    """Replace the keys of ``fcurve`` inside ``replace`` (first, last frame) by the new ones, keep the rest.
+    ``co``: the new keys' (F, 2) float32 co; ``new_keys``: the other attributes of new keys as :func:`write_keys`
+    makes them (the F-length arrays of what keyframe_points.add() does not already give, and one value per
+    attribute for the rest)."""
     keyframe_points = fcurve.keyframe_points
-    old = _read_keys(keyframe_points, ("co",))
-    old_frames = old["co"][:, 0]
-    # The range boundary is exact: a key at start or end is replaced, one just outside is kept however close.
-    before = old_frames < replace[0]
-    after = old_frames > replace[1]
-    kept = int(before.sum()) + int(after.sum())
-    if kept:
-        attributes = tuple(_KEY_ATTRIBUTES)
-        old.update(_read_keys(keyframe_points, attributes[1:]))
-    else:
-        # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
-        attributes = tuple(name for name in _SET_ON_NEW_KEYS
-                           if name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)
-
     count = len(frames)
-    co = np.empty((count, 2), dtype=np.float32)
-    co[:, 0], co[:, 1] = frames, channel_values
-    new = {"co": co, "handle_left": co, "handle_right": co, "interpolation": interpolation_value}
-    new.update(defaults)
-
-    keyframe_points.clear()
-    keyframe_points.add(kept + count)
-    for attribute in attributes:
-        width, dtype = _KEY_ATTRIBUTES[attribute]
-        shape = (count, width) if width > 1 else (count,)
-        inserted = np.broadcast_to(np.asarray(new[attribute], dtype=dtype), shape)
-        if kept:
+    kept = 0
+    if len(keyframe_points):
+        old = _read_keys(keyframe_points, ("co",))
+        old_frames = old["co"][:, 0]
+        # The range boundary is exact: a key at start or end is replaced, one just outside is kept however close.
+        before = old_frames < replace[0]
+        after = old_frames > replace[1]
+        kept = int(before.sum()) + int(after.sum())
+    if not kept:
+        # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
+        keyframe_points.clear()
+        keyframe_points.add(count)
+        keyframe_points.foreach_set("co", co.ravel())
+        for attribute, inserted in new_keys["added"].items():
+            keyframe_points.foreach_set(attribute, inserted)
+    else:
+        old.update(_read_keys(keyframe_points, tuple(_KEY_ATTRIBUTES)[1:]))
+        new = dict(new_keys["values"], co=co, handle_left=co, handle_right=co)
+        keyframe_points.clear()
+        keyframe_points.add(kept + count)
+        for attribute, (width, dtype) in _KEY_ATTRIBUTES.items():
+            shape = (count, width) if width > 1 else (count,)
+            inserted = np.broadcast_to(np.asarray(new[attribute], dtype=dtype), shape)
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
-        keyframe_points.foreach_set(attribute, inserted.ravel())
+            keyframe_points.foreach_set(attribute, inserted.ravel())
     # Recalculates the automatic handles of the new keys (already sorted). Not fcurve.update(): it also
     # merges keys closer than 0.01 frames, deleting a kept key next to the range.
     keyframe_points.handles_recalc()
@@ -257,10 +274,9 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
         return
     if np.any(np.diff(frames) <= 0):
         raise ValueError("frames must be strictly increasing")
-    try:
-        interpolation_value = _enum_value("interpolation", interpolation)
-    except KeyError:
-        raise ValueError(f"unknown keyframe interpolation {interpolation!r}") from None
+    interpolation_value = _INTERPOLATION_VALUES.get(interpolation)
+    if interpolation_value is None:
+        raise ValueError(f"unknown keyframe interpolation {interpolation!r}")
 
     replace = (float(frames[0]), float(frames[-1])) if replace is None else (float(replace[0]), float(replace[1]))
     if replace[0] > frames[0] or replace[1] < frames[-1]:
@@ -272,13 +288,23 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
         if (data_path, index) in existing and has_samples(existing[(data_path, index)]):
             raise ValueError(f"the F-curve {data_path}[{index}] holds samples, which take no keys (Graph Editor > "
                              "Channel > Samples to Keys turns them into keys)")
-    defaults = _new_key_defaults()
+    new_fcurve = _fcurve_maker(obj, action)
+    count = len(frames)
+    # Made once for every channel: the new keys' attributes, and co, whose frame column is the same on all.
+    values_of_new = dict(_NEW_KEY_DEFAULTS, interpolation=interpolation_value)
+    added = {name: np.full(count, values_of_new[name], dtype=_KEY_ATTRIBUTES[name][1])
+             for name in _SET_ON_NEW_KEYS if name != "co"
+             and (name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)}
+    new_keys = {"values": values_of_new, "added": added}
+    co = np.empty((count, 2), dtype=np.float32)
+    co[:, 0] = frames
     for column, (data_path, index, group_name) in enumerate(channels):
         fcurve = existing.get((data_path, index))
         if fcurve is None:
-            fcurve = _new_fcurve(obj, action, data_path, index, group_name)
+            fcurve = new_fcurve(data_path, index, group_name)
             existing[(data_path, index)] = fcurve
-        _write_channel(fcurve, frames, values[:, column], interpolation_value, defaults, replace)
+        co[:, 1] = values[:, column]
+        _write_channel(fcurve, frames, co, new_keys, replace)
 
 
 def set_pose_bone_selected(pose_bone, selected):
@@ -601,12 +627,13 @@ def write_samples(obj, channels, frame_start, values):
 
     action = ensure_action(obj)
     existing = {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in object_fcurves(obj)}
+    new_fcurve = _fcurve_maker(obj, action)
     co = np.empty((len(values), 2), dtype=np.float32)
     co[:, 0] = np.arange(frame_range[0], frame_range[1] + 1)
     for column, (data_path, index, group_name) in enumerate(channels):
         fcurve = existing.get((data_path, index))
         if fcurve is None:
-            fcurve = _new_fcurve(obj, action, data_path, index, group_name)
+            fcurve = new_fcurve(data_path, index, group_name)
             existing[(data_path, index)] = fcurve
         co[:, 1] = values[:, column]
         _set_samples(fcurve, co)
