@@ -851,21 +851,29 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     if "normal" in extra:
         extra["normal"] = np.stack(np.broadcast_arrays(*extra["normal"]), -1)
 
-    def solve(fallback):
+    def solve(fallback, rows=slice(None)):
+        """The samples ``rows`` (all by default): each sample's solve is its own, so they come out as in the whole
+        batch."""
         try:
-            return solve_three_link(np.stack(np.broadcast_arrays(*origin), -1), lengths, np.stack(end, -1),
-                                    np.stack(up, -1), plane=plane, pole=pole, bend_toward=toward,
-                                    fallback_normal=fallback, **extra)
+            return solve_three_link(np.stack(np.broadcast_arrays(*origin), -1)[rows], lengths[rows],
+                                    np.stack(end, -1)[rows], np.stack(up, -1)[rows], plane=plane,
+                                    pole=None if pole is None else pole[rows],
+                                    bend_toward=toward if np.ndim(toward) == 0 else toward[rows],
+                                    fallback_normal=fallback[rows],
+                                    **{name: value[rows] if name == "normal" else value for name, value in extra.items()})
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 
     solution = solve(fallback)
     if carry_plane and solution.degenerate.any() and not solution.degenerate.all():
-        # Undefined planes keep the last defined one before them (the rest pose's before the first).
+        # Undefined planes keep the last defined one before them (the rest pose's before the first). Only those
+        # samples are solved again: a sample's solve reads the fallback only where its plane is undefined.
         index = np.where(~solution.degenerate, np.arange(count), -1)
         index = np.maximum.accumulate(index)
         carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)], fallback)
-        solution = solve(carried)
+        rows = np.flatnonzero(solution.degenerate)
+        for field, again in zip(solution, solve(carried, rows)):
+            field[rows] = again
 
     normal = _vectors(solution.normal, False)
     directions = [_vectors(solution.directions[:, link], False) for link in range(3)]
