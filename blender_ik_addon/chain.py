@@ -376,7 +376,7 @@ def _read_chain(armature, names):
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
     for bone, pose_bone in zip(bones, pose_bones):
-        if not np.allclose(tuple(pose_bone.scale), 1.0, atol=1e-6):
+        if not all(abs(value - 1.0) <= 1e-6 + 1e-5 for value in pose_bone.scale):  # np.allclose's test, on floats
             raise ChainError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
                            "(clear it with Alt+S)")
     for pose_bone in pose_bones:

@@ -42,8 +42,8 @@ def matrix_to_quaternion(matrix):
     k[..., 1, 3] = k[..., 3, 1] = m02 + m20
     k[..., 2, 3] = k[..., 3, 2] = m12 + m21
     diagonal = np.diagonal(k, axis1=-2, axis2=-1)
-    best = np.argmax(diagonal, -1)[..., None]
-    q = np.take_along_axis(k, best[..., None], -2)[..., 0, :]
+    rows = k.reshape(-1, 4, 4)  # (a fancy index on the flat rows costs less than take_along_axis)
+    q = rows[np.arange(len(rows)), np.argmax(diagonal, -1).reshape(-1)].reshape(k.shape[:-1])
     q /= np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
     return np.where(q[..., :1] < 0.0, -q, q)
 
@@ -155,7 +155,9 @@ def bones_to_channels(matrices, modes, previous):
     converted = [None] * len(modes)
     for mode in dict.fromkeys(modes):
         group = [index for index, other in enumerate(modes) if other == mode]
-        values = matrices_to_channels(matrices[:, group], mode, np.stack([previous[index] for index in group]))
+        # All bones in one mode (the usual case): the matrices as they are, not a copy of them.
+        chosen = matrices if len(group) == len(modes) else matrices[:, group]
+        values = matrices_to_channels(chosen, mode, np.stack([previous[index] for index in group]))
         for column, index in enumerate(group):
             converted[index] = values[:, column]
     return converted
