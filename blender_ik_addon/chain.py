@@ -853,14 +853,17 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
 
     def solve(fallback, rows=slice(None)):
         """The samples ``rows`` (all by default): each sample's solve is its own, so they come out as in the whole
-        batch."""
+        batch. Inputs given per sample ((N, 3) vectors, (N,) bend sides) are taken at those rows, those shared by
+        every sample ((3,) vectors, one bend side) as they are."""
+        def pick(value, sample_ndim=2):
+            return value[rows] if np.ndim(value) == sample_ndim else value
+
         try:
-            return solve_three_link(np.stack(np.broadcast_arrays(*origin), -1)[rows], lengths[rows],
+            return solve_three_link(pick(np.stack(np.broadcast_arrays(*origin), -1)), lengths[rows],
                                     np.stack(end, -1)[rows], np.stack(up, -1)[rows], plane=plane,
-                                    pole=None if pole is None else pole[rows],
-                                    bend_toward=toward if np.ndim(toward) == 0 else toward[rows],
-                                    fallback_normal=fallback[rows],
-                                    **{name: value[rows] if name == "normal" else value for name, value in extra.items()})
+                                    pole=None if pole is None else pick(pole), bend_toward=pick(toward, 1),
+                                    fallback_normal=pick(fallback),
+                                    **{name: pick(value) if name == "normal" else value for name, value in extra.items()})
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 
