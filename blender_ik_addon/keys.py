@@ -414,18 +414,27 @@ def snapshot_channels(obj, data_paths):
     attributes, and which F-curves, groups, layers and strips exist."""
     anim_data = obj.animation_data
     action = anim_data.action if anim_data is not None else None
+    paths = set(data_paths)
+    fcurves = object_fcurves(obj)
+    baked = [fcurve for fcurve in fcurves if fcurve.data_path in paths]
+    # F-curves of those paths that hold nothing yet: a restore only empties them again.
+    empty = {(fcurve.data_path, fcurve.array_index) for fcurve in baked
+             if not len(fcurve.keyframe_points) and not len(fcurve.sampled_points)}
+    keyed = len(empty) < len(baked)
     return {
         # The keys themselves are kept as a copy of the whole action, made in C: reading every attribute of
-        # every key would cost more than the bake, and a restore, which needs them, is rare.
-        "copy": action.copy() if action is not None else None,
-        "paths": set(data_paths),
+        # every key would cost more than the bake, and a restore, which needs them, is rare. Only when the
+        # paths have keys to put back: the copy of a character's whole action would cost more than the bake.
+        "copy": action.copy() if action is not None and keyed else None,
+        "empty": empty,
+        "paths": paths,
         "had_animation_data": anim_data is not None,
         "action": action,
         "slot": anim_data.action_slot if _LAYERED and anim_data is not None else None,
         "slots": {slot.handle for slot in action.slots} if _LAYERED and action is not None else set(),
         "layers": len(action.layers) if _LAYERED and action is not None else 0,
         "strips": [len(layer.strips) for layer in action.layers] if _LAYERED and action is not None else [],
-        "fcurves": {(fcurve.data_path, fcurve.array_index) for fcurve in object_fcurves(obj)},
+        "fcurves": {(fcurve.data_path, fcurve.array_index) for fcurve in fcurves},
         "groups": {group.name for group in _groups(obj)},
     }
 
@@ -482,7 +491,11 @@ def restore_channels(obj, snapshot):
     saved_fcurves = _saved_fcurves(snapshot)
     for fcurve in object_fcurves(obj):
         key = (fcurve.data_path, fcurve.array_index)
-        if key in saved_fcurves and has_samples(saved_fcurves[key]):
+        if key in snapshot["empty"]:  # nothing to put back: empty it again
+            if has_samples(fcurve):  # a bake to samples gave it samples
+                _drop_samples(fcurve)
+            fcurve.keyframe_points.clear()
+        elif key in saved_fcurves and has_samples(saved_fcurves[key]):
             _restore_samples(fcurve, saved_fcurves[key])
         elif key in saved_fcurves:
             if has_samples(fcurve):  # a bake to samples replaced its keys

@@ -345,7 +345,9 @@ def ik_below_the_chain(obj, influence=1.0):
 
 @pytest.mark.parametrize("current", [15, 40], ids=["current_frame_baked", "current_frame_outside"])
 @pytest.mark.parametrize("existing, output", [("keys", "KEYS"), ("no_animation", "KEYS"), ("keys", "SAMPLES"),
-                                              ("samples", "SAMPLES"), ("no_animation", "SAMPLES")])
+                                              ("samples", "SAMPLES"), ("no_animation", "SAMPLES"),
+                                              ("other_channels", "KEYS"), ("empty_curves", "KEYS"),
+                                              ("other_channels", "SAMPLES"), ("empty_curves", "SAMPLES")])
 def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, existing, output, current):
     bpy = blender
     from blender_ik_addon import keys
@@ -359,7 +361,18 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, ex
         for index in range(4):
             b1_fcurve(obj, index).convert_to_samples(10, 21)
         b1_fcurve(obj, 0).sampled_points[3].select = True
+    elif existing == "other_channels":  # an action, but nothing on the chain's channels to put back
+        obj.pose.bones["b4"].keyframe_insert("location", frame=3)
+        obj.keyframe_insert("location", frame=5)
+    elif existing == "empty_curves":  # the chain's F-curves are there, without keys
+        key_b1(obj, frames=(1, 12, 30))
+        for index in range(4):
+            b1_fcurve(obj, index).keyframe_points.clear()
     ik_below_the_chain(obj)
+    # The action is copied only when the chain's channels have keys (or samples) to put back.
+    snapshot = keys.snapshot_channels(obj, [f'pose.bones["{name}"].rotation_quaternion' for name in ("b1", "b2", "b3")])
+    assert (snapshot["copy"] is not None) == (existing in ("keys", "samples"))
+    keys.discard_snapshot(snapshot)
     bpy.context.scene.frame_set(current)
     before, pose = all_keys(obj), pose_snapshot(obj)
     actions = set(bpy.data.actions)
