@@ -860,7 +860,8 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
 
         try:
             return solve_three_link(pick(np.stack(np.broadcast_arrays(*origin), -1)), lengths[rows],
-                                    np.stack(end, -1)[rows], np.stack(up, -1)[rows], plane=plane,
+                                    np.stack([component[rows] for component in end], -1),
+                                    np.stack([component[rows] for component in up], -1), plane=plane,
                                     pole=None if pole is None else pick(pole), bend_toward=pick(toward, 1),
                                     fallback_normal=pick(fallback),
                                     **{name: pick(value) if name == "normal" else value for name, value in extra.items()})
