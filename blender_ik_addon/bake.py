@@ -85,12 +85,13 @@ class BakeResult:
         return text
 
 
-def _previous_values(armature, pose_bone, frame):
+def _previous_values(fcurves, pose_bone, frame):
     """The value the first new key should be continuous with: the bone's existing animation at the
-    first baked frame, or its current value when it has none."""
+    first baked frame, or its current value when it has none. ``fcurves``: the armature's F-curves by
+    (data path, index)."""
     path = bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))
     current = rotation_values(pose_bone)
-    curves = [keys.find_fcurve(armature, path, index) for index in range(len(current))]
+    curves = [fcurves.get((path, index)) for index in range(len(current))]
     if all(curve is not None and (len(curve.keyframe_points) or keys.has_samples(curve)) for curve in curves):
         return np.array([curve.evaluate(frame) for curve in curves]), path
     return current, path
@@ -215,10 +216,13 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
     moving = {index: "it hangs below a chain baked before it" for index in range(len(level))} if depth else None
     layout, previous, width = [], [], 0  # per chain: per bone, (first column, channel count)
     channels = []
+    fcurves = {}
+    for fcurve in keys.object_fcurves(armature):  # the first of each, as keys.find_fcurve finds it
+        fcurves.setdefault((fcurve.data_path, fcurve.array_index), fcurve)
     for spec, chain in level:
         columns = []
         for pose_bone in chain.pose_bones:
-            before, path = _previous_values(armature, pose_bone, float(frames[0]))
+            before, path = _previous_values(fcurves, pose_bone, float(frames[0]))
             size = rotations.channel_count(pose_bone.rotation_mode)
             channels += [(path, index, pose_bone.name) for index in range(size)]
             columns.append((width, size))
@@ -319,10 +323,11 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
+    fcurves = keys.object_fcurves(armature)
     for level in levels:
         for spec, chain in level:
             try:
-                sampling.check_chain_not_animated(chain)
+                sampling.check_chain_not_animated(chain, fcurves)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))

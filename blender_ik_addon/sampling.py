@@ -142,8 +142,9 @@ def direct_world_matrices(obj, frames):
     return matrices
 
 
-def base_reason(chain):
-    """Why the chain's base A₁ may change from frame to frame, or None when it is constant."""
+def base_reason(chain, fcurves=None):
+    """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
+    armature's F-curves (keys.object_fcurves), when the caller has them."""
     armature = chain.armature
     pose_bone = chain.pose_bones[0]
     ancestors = []
@@ -159,18 +160,21 @@ def base_reason(chain):
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
     above = tuple(bone_path(bone.name, "") for bone in ancestors)
-    for fcurve in keys.object_fcurves(armature):
-        if not _is_muted(fcurve) and above and fcurve.data_path.startswith(above):
+    for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
+        if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
             return "a bone above the chain is animated"
     return None
 
 
-def check_chain_not_animated(chain):
+def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
     animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
-    (off where the chain is validated, they could act on other baked frames)."""
-    for fcurve in keys.object_fcurves(chain.armature):
-        if _is_muted(fcurve):
+    (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
+    F-curves (keys.object_fcurves), when the caller has them."""
+    # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
+    prefixes = tuple(bone_path(name, "") for name in chain.names)
+    for fcurve in keys.object_fcurves(chain.armature) if fcurves is None else fcurves:
+        if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
             continue
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
@@ -220,8 +224,9 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
             reasons[key] = reason
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
+    armature_fcurves = keys.object_fcurves(armature)
     for index, (_, chain) in enumerate(chains):
-        reason = moving_bases.get(index) or base_reason(chain)
+        reason = moving_bases.get(index) or base_reason(chain, armature_fcurves)
         if reason is None:
             bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
         else:
