@@ -864,7 +864,8 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
                                     np.stack([component[rows] for component in up], -1), plane=plane,
                                     pole=None if pole is None else pick(pole), bend_toward=pick(toward, 1),
                                     fallback_normal=pick(fallback),
-                                    **{name: pick(value) if name == "normal" else value for name, value in extra.items()})
+                                    **{name: pick(value) if name == "normal" else value
+                                       for name, value in extra.items()})
         except SolverInputError as error:
             raise ChainError(str(error)) from None
 

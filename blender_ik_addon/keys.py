@@ -367,6 +367,10 @@ def other_users(obj):
     action = anim_data.action if anim_data is not None else None
     if action is None:
         return []
+    # Whatever plays the action (an ID's animation, an NLA strip) is one of its users: with none besides this
+    # object's (and a fake user), no ID of the file needs looking at.
+    if action.users - int(action.use_fake_user) <= 1:
+        return []
     slot = anim_data.action_slot if _LAYERED else None
 
     def same(other_action, other_slot):

@@ -81,6 +81,18 @@ def share_action(bpy, obj):
     return other
 
 
+def share_action_in_a_strip(bpy, obj):
+    """A second armature playing the arm's action (and slot) in an NLA strip, and a fake user on the action."""
+    other = build_arm(name="Twin")
+    strip = other.animation_data_create().nla_tracks.new().strips.new("walk", 1, obj.animation_data.action)
+    from blender_ik_addon import keys
+    if keys._LAYERED:
+        strip.action_slot = obj.animation_data.action_slot
+    obj.animation_data.action.use_fake_user = True
+    bpy.context.view_layer.objects.active = obj
+    return other
+
+
 def tweak_mode(bpy, obj):
     """Push the action into an NLA strip that starts at frame 11 and edit it in tweak mode."""
     data = obj.animation_data
@@ -123,6 +135,8 @@ KEY_CASES = {
                       r"action 'Walk' is linked from library .*lost on reload"),
     "shared_action": (lambda bpy, obj, tmp: share_action(bpy, obj),
                       r"action '.*' is also played by 'Twin'"),
+    "shared_in_a_strip": (lambda bpy, obj, tmp: share_action_in_a_strip(bpy, obj),
+                          r"action '.*' is also played by 'Twin'"),
     "tweak_mode": (lambda bpy, obj, tmp: tweak_mode(bpy, obj), r"NLA is in tweak mode"),
     "blended_action": (lambda bpy, obj, tmp: blend_over_nla(bpy, obj),
                        r"blended over its NLA tracks \(influence 0.5, blend Replace\)"),
@@ -159,7 +173,8 @@ def test_keys_that_are_not_the_users_to_change_are_refused_and_kept(blender, tmp
         bake_armature(bpy.context.scene, obj, frame_start=start, frame_end=end, output=output)
     assert all_keys(obj) == before and pose_snapshot(obj) == pose
     assert obj.animation_data.action == action
-    if case == "shared_action":  # asked for, the shared action is keyed: both armatures now play the bake
+    if case in ("shared_action", "shared_in_a_strip"):
+        # Asked for, the shared action is keyed: both armatures now play the bake.
         bake_armature(bpy.context.scene, obj, frame_start=1, frame_end=40, allow_shared=True, output=output)
         bpy.context.scene.frame_set(20)
         twin = bpy.data.objects["Twin"]
