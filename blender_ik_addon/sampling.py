@@ -261,11 +261,23 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None):
     except ChainError:
         uniform_scale(armature_world[:, :3, :3], what, fix, frames)  # names every frame
         raise
-    to_armature = affine_inverse(armature_world[:1] if constant else armature_world)  # broadcasts in the products
+    to_armature = affine_inverse(armature_world[:1] if constant else armature_world)
+
+    def in_armature_space(matrices):
+        if not constant:
+            return to_armature @ matrices
+        if matrices.strides[0] == 0:  # a goal that does not move: one product
+            return np.broadcast_to(to_armature @ matrices[:1], matrices.shape)
+        # One matrix times every frame's: one product with the frames' matrices side by side. numpy's stacked
+        # matmul makes one BLAS call per frame, which costs three times as much (measured: the same values,
+        # bit for bit).
+        side_by_side = matrices.transpose(1, 0, 2).reshape(4, 4 * len(matrices))
+        return (to_armature[0] @ side_by_side).reshape(4, len(matrices), 4).transpose(1, 0, 2)
+
     targets, poles = [], []
     for spec, _ in chains:
-        targets.append(to_armature @ world[(spec.target.name_full, spec.target_bone)])
-        poles.append((to_armature @ world[(spec.pole.name_full, spec.pole_bone)])[:, :3, 3]
+        targets.append(in_armature_space(world[(spec.target.name_full, spec.target_bone)]))
+        poles.append(in_armature_space(world[(spec.pole.name_full, spec.pole_bone)])[:, :3, 3]
                      if spec.plane == "POLE" else None)
     return Samples(targets, poles, [np.asarray(base) for base in bases], not reasons,
                    list(dict.fromkeys(reasons.values())))
