@@ -37,9 +37,9 @@ COPY_MODES = ("whole action", "curve by curve")
 @pytest.fixture(params=COPY_MODES)
 def copy_mode(request, monkeypatch):
     """Both ways of copying the curves to sample: the whole action at once, or (for an action holding many
-    more keys than asked for) each curve onto a throwaway one. Counts the curves copied one by one."""
+    keys) each curve onto a throwaway one. Counts the curves copied one by one."""
     if request.param == "curve by curve":
-        monkeypatch.setattr(fcurves, "_SPARE_KEYS", -1)
+        monkeypatch.setattr(fcurves, "_WHOLE_ACTION_KEYS", 0)
     one_by_one = []
     sample = fcurves._sample
 
