@@ -852,9 +852,10 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
         extra["normal"] = np.stack(np.broadcast_arrays(*extra["normal"]), -1)
 
     def solve(fallback, rows=slice(None)):
-        """The samples ``rows`` (all by default): each sample's solve is its own, so they come out as in the whole
-        batch. Inputs given per sample ((N, 3) vectors, (N,) bend sides) are taken at those rows, those shared by
-        every sample ((3,) vectors, one bend side) as they are."""
+        """The samples ``rows`` (all by default), with ``fallback`` given for those rows (or shared): each sample's
+        solve is its own, so they come out as in the whole batch. Inputs given per sample ((N, 3) vectors, (N,)
+        bend sides) are taken at those rows, those shared by every sample ((3,) vectors, one bend side) as they
+        are."""
         def pick(value, sample_ndim=2):
             return value[rows] if np.ndim(value) == sample_ndim else value
 
@@ -863,7 +864,7 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
                                     np.stack([component[rows] for component in end], -1),
                                     np.stack([component[rows] for component in up], -1), plane=plane,
                                     pole=None if pole is None else pick(pole), bend_toward=pick(toward, 1),
-                                    fallback_normal=pick(fallback),
+                                    fallback_normal=fallback,
                                     **{name: pick(value) if name == "normal" else value
                                        for name, value in extra.items()})
         except SolverInputError as error:
@@ -874,9 +875,10 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
         # Undefined planes keep the last defined one before them (the rest pose's before the first). Only those
         # samples are solved again: a sample's solve reads the fallback only where its plane is undefined.
         index = np.where(~solution.degenerate, np.arange(count), -1)
-        index = np.maximum.accumulate(index)
-        carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)], fallback)
         rows = np.flatnonzero(solution.degenerate)
+        index = np.maximum.accumulate(index)[rows]
+        carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)],
+                           fallback[rows] if np.ndim(fallback) == 2 else fallback)
         for field, again in zip(solution, solve(carried, rows)):
             field[rows] = again
 
