@@ -100,9 +100,13 @@ def _basis_matrices(obj, frames, animated):
     location = _channel(obj, curves, "location", frames)
     if "delta_location" in animated_paths or any(obj.delta_location):
         location = location + _channel(obj, curves, "delta_location", frames)
-    scale = _channel(obj, curves, "scale", frames)
+    # A unit scale that is not animated is skipped the same way (x·1 is exact): most targets have one.
+    scale = None
+    if "scale" in animated_paths or tuple(obj.scale) != (1.0, 1.0, 1.0):
+        scale = _channel(obj, curves, "scale", frames)
     if "delta_scale" in animated_paths or tuple(obj.delta_scale) != (1.0, 1.0, 1.0):
-        scale = scale * _channel(obj, curves, "delta_scale", frames)
+        delta_scale = _channel(obj, curves, "delta_scale", frames)
+        scale = delta_scale if scale is None else scale * delta_scale
     rotation = rotations.channels_to_matrix(
         _channel(obj, curves, rotation_path(mode), frames), mode)
     if mode == "QUATERNION":
@@ -115,7 +119,7 @@ def _basis_matrices(obj, frames, animated):
             rotation = rotations.channels_to_matrix(_channel(obj, curves, "delta_rotation_euler", frames),
                                                     mode) @ rotation
     matrices = np.zeros((len(frames), 4, 4))
-    matrices[:, :3, :3] = rotation * scale[:, None, :]
+    matrices[:, :3, :3] = rotation if scale is None else rotation * scale[:, None, :]
     matrices[:, :3, 3] = location
     matrices[:, 3, 3] = 1.0
     return matrices
