@@ -99,9 +99,13 @@ def _previous_values(fcurves, pose_bone, frame):
 
 def _invalid_samples(spec, target, pole):
     """Which samples have a non-finite target (or pole) or a zero-scale up axis."""
-    bad = ~np.isfinite(target).all(axis=(1, 2))
+    def not_finite(matrices, axes):  # sample by sample only when some value is not finite (rare)
+        finite = np.isfinite(matrices)
+        return np.zeros(len(matrices), dtype=bool) if finite.all() else ~finite.all(axis=axes)
+
+    bad = not_finite(target, (1, 2))
     if pole is not None:
-        bad |= ~np.isfinite(pole).all(axis=1)
+        bad |= not_finite(pole, 1)
     column, _ = AXES[spec.up_axis]
     bad |= np.linalg.norm(target[:, :3, column], axis=-1) < 1e-12
     return bad

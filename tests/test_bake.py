@@ -519,3 +519,22 @@ def test_bakes_that_samples_cannot_hold_are_refused_and_change_nothing(blender, 
     with pytest.raises(ChainError, match=message):
         bake_armature(bpy.context.scene, obj, "ALL", 10, 30, **arguments)
     assert points() == before
+
+
+@pytest.mark.parametrize("with_pole", [False, True])
+def test_invalid_samples_are_named_frame_by_frame(blender, with_pole):
+    """A non-finite target or pole, or a zero-length up axis, marks its own samples and no others (the check
+    looks sample by sample only when some value is not finite)."""
+    from blender_ik_addon import bake
+    from blender_ik_addon.chain import ChainSpec
+    target = np.tile(np.eye(4), (8, 1, 1))
+    target[2, 0, 3] = np.nan
+    target[5, 2, 1] = np.inf
+    target[6, :3, 2] = 0.0  # the up axis (Z) has no length
+    pole = np.zeros((8, 3)) if with_pole else None
+    if with_pole:
+        pole[3, 1] = -np.inf
+    expected = np.isin(np.arange(8), [2, 5, 6] + ([3] if with_pole else []))
+    np.testing.assert_array_equal(bake._invalid_samples(ChainSpec(up_axis="Z"), target, pole), expected)
+    fine = np.tile(np.eye(4), (8, 1, 1))
+    assert not bake._invalid_samples(ChainSpec(up_axis="-Y"), fine, np.zeros((8, 3)) if with_pole else None).any()
