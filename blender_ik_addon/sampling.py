@@ -196,7 +196,7 @@ def check_chain_not_animated(chain, fcurves=None):
 class Samples:
     """What the solve of several chains reads, per chain (in the order given), over F frames."""
 
-    targets: list  # per chain: (F, 4, 4) the target's matrix in the armature's space
+    targets: list  # per chain: (F, 4, 4) the target's matrix in the armature's space (a view: read only)
     poles: list  # per chain: (F, 3) the pole point in the armature's space, or None
     bases: list  # per chain: (F, 4, 4) A₁
     direct: bool  # nothing needed the scene's frame to change
