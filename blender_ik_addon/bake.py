@@ -302,7 +302,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     a linked action, NLA tweak mode, a blended action, remapped time); an action (or slot) that other
     IDs play too only with ``allow_shared``. After writing, the pose Blender evaluates from the keys is
     compared with the solve at the current frame (or the nearest baked one); if something in the scene
-    changes it, the keys and the pose are put back exactly as they were and ChainError says so.
+    changes it, the keys and the pose are put back exactly as they were and ChainError says so; any other error
+    once keys are written puts them back too, then propagates.
 
     ``output`` 'SAMPLES' writes samples instead of keys (a quarter of the memory; see keys.write_samples): one per
     frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
@@ -359,7 +360,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
             del values
             _show_keys(armature)
         _verify(scene, armature, checks, frames)
-    except ChainError:
+    except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
         if written:
             keys.restore_channels(armature, snapshot)
             for pose_bone, values in zip(bones, pose_before):

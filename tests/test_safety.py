@@ -363,9 +363,13 @@ def ik_below_the_chain(obj, influence=1.0):
                                               ("samples", "SAMPLES"), ("no_animation", "SAMPLES"),
                                               ("other_channels", "KEYS"), ("empty_curves", "KEYS"),
                                               ("other_channels", "SAMPLES"), ("empty_curves", "SAMPLES")])
-def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, existing, output, current):
+@pytest.mark.parametrize("failure", ["self_check", "unexpected"])
+def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, monkeypatch, existing, output, current,
+                                                                    failure):
+    """The self-check refuses a pose Blender does not show; that, or any error after the keys are written (here
+    the check itself failing), puts keys, pose, actions and slots back exactly."""
     bpy = blender
-    from blender_ik_addon import keys
+    from blender_ik_addon import bake, keys
     from blender_ik_addon.chain import ChainError
     from blender_ik_addon.ops import bake_armature
     obj, target = arm_with_target(bpy, **FOUR_BONES)
@@ -383,7 +387,12 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, ex
         key_b1(obj, frames=(1, 12, 30))
         for index in range(4):
             b1_fcurve(obj, index).keyframe_points.clear()
-    ik_below_the_chain(obj)
+    if failure == "self_check":
+        ik_below_the_chain(obj)
+    else:
+        def crash(*_args):
+            raise RuntimeError("unexpected")
+        monkeypatch.setattr(bake, "_verify", crash)
     # The action is copied only when the chain's channels have keys (or samples) to put back.
     snapshot = keys.snapshot_channels(obj, [f'pose.bones["{name}"].rotation_quaternion' for name in ("b1", "b2", "b3")])
     assert (snapshot["copy"] is not None) == (existing in ("keys", "samples"))
@@ -394,8 +403,10 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, ex
     data = obj.animation_data
     slots = [slot.handle for slot in data.action.slots] if keys._LAYERED and data and data.action else None
     checked = min(current, 20)
-    with pytest.raises(ChainError, match=rf"At frame {checked}: Blender shows the tip of 'b3' .* the keys were put "
-                                         "back as they were"):
+    expected = (pytest.raises(ChainError, match=rf"At frame {checked}: Blender shows the tip of 'b3' .* the keys "
+                                                "were put back as they were")
+                if failure == "self_check" else pytest.raises(RuntimeError, match="unexpected"))
+    with expected:
         bake_armature(bpy.context.scene, obj, frame_start=10, frame_end=20, output=output)
     assert all_keys(obj) == before and pose_snapshot(obj) == pose
     assert set(bpy.data.actions) == actions and bpy.context.scene.frame_current == current
