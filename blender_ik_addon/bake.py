@@ -13,7 +13,7 @@ import numpy as np
 from . import keys, rotations, runtime, sampling
 from .chain import (AXES, ChainError, bone_path, evaluate_now, prepare, rotation_path, rotation_values, set_rotation,
                     solve_chain, verify_pose)
-from .report import compact_frames
+from .report import compact_frames, frame_span
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
 # What the bake writes: keys, or samples (one 16-byte point a frame, played linearly between frames; see keys.py).
@@ -64,7 +64,8 @@ class BakeResult:
 
     def summary(self):
         first, last = int(self.frames[0]), int(self.frames[-1])
-        text = f"Baked {len(self.frames)} frames ({first}-{last})"
+        count = len(self.frames)
+        text = f"Baked {count} frame{'' if count == 1 else 's'} ({frame_span(first, last)})"
         if self.output == "SAMPLES":
             text += " to samples"
         if len(self.chains) > 1:

@@ -2,6 +2,13 @@
 import bpy
 
 
+def frame_span(first, last):
+    """'3-5', or '-30 to -1' where a hyphen would read as a minus sign."""
+    if first == last:
+        return f"{first}"
+    return f"{first} to {last}" if first < 0 or last < 0 else f"{first}-{last}"
+
+
 def compact_frames(frames, limit=None):
     """[3, 4, 5, 9, 11, 12] -> '3-5, 9, 11-12'; with ``limit``, cut to about that many characters."""
     parts = []
@@ -9,7 +16,7 @@ def compact_frames(frames, limit=None):
     start = previous = None
     for frame in frames + [None]:
         if start is not None and (frame is None or frame != previous + 1):
-            parts.append(f"{start}" if start == previous else f"{start}-{previous}")
+            parts.append(frame_span(start, previous))
             start = None
         if frame is not None and start is None:
             start = frame

@@ -538,3 +538,14 @@ def test_invalid_samples_are_named_frame_by_frame(blender, with_pole):
     np.testing.assert_array_equal(bake._invalid_samples(ChainSpec(up_axis="Z"), target, pole), expected)
     fine = np.tile(np.eye(4), (8, 1, 1))
     assert not bake._invalid_samples(ChainSpec(up_axis="-Y"), fine, np.zeros((8, 3)) if with_pole else None).any()
+
+
+@pytest.mark.parametrize("start, end, step, expected", [
+    (1, 30, 1, "Baked 30 frames (1-30)"), (7, 7, 1, "Baked 1 frame (7)"), (-30, -1, 1, "Baked 30 frames (-30 to -1)"),
+    (-5, 5, 5, "Baked 3 frames (-5 to 5)")])
+def test_the_summary_reads_right_for_one_frame_and_negative_frames(blender, start, end, step, expected):
+    from blender_ik_addon import report
+    from blender_ik_addon.bake import BakeResult
+    result = BakeResult(np.arange(start, end + 1, step), [], True)
+    assert result.summary().startswith(expected + ","), result.summary()
+    assert report.compact_frames([-3, -2, -1, 4, 5, 7]) == "-3 to -1, 4-5, 7"
