@@ -390,16 +390,20 @@ def other_users(obj):
     return found
 
 
+def _fcurves_of(obj, data_paths):
+    """The F-curves of ``data_paths`` in ``obj``'s own animation, each with its (data_path, array_index)."""
+    wanted = set(data_paths)
+    for fcurve in object_fcurves(obj):
+        if fcurve.data_path in wanted:
+            yield fcurve, (fcurve.data_path, fcurve.array_index)
+
+
 def channel_problems(obj, data_paths):
     """Why keys written to the F-curves of ``data_paths`` (of ``obj``'s own animation) would not be kept or
     would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
     keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier."""
-    wanted = set(data_paths)
     problems = []
-    for fcurve in object_fcurves(obj):
-        if fcurve.data_path not in wanted:
-            continue
-        where = (fcurve.data_path, fcurve.array_index)
+    for fcurve, where in _fcurves_of(obj, data_paths):
         if fcurve.lock or (fcurve.group is not None and fcurve.group.lock):
             problems.append(where + ("is locked (unlock it in the Graph Editor)",))
         if is_muted(fcurve):
@@ -595,12 +599,8 @@ def output_problems(obj, data_paths, samples, frame_range):
     as (data_path, index, reason) tuples. To keys (``samples`` false): an F-curve that holds samples, which takes
     no keys. To samples: an F-curve with keys or samples outside the range, which the samples would replace
     (a sampled F-curve holds nothing else). Keys and samples inside the range are the bake's to replace."""
-    wanted = set(data_paths)
     problems = []
-    for fcurve in object_fcurves(obj):
-        if fcurve.data_path not in wanted:
-            continue
-        where = (fcurve.data_path, fcurve.array_index)
+    for fcurve, where in _fcurves_of(obj, data_paths):
         sampled = has_samples(fcurve)
         if not samples:
             if sampled:
