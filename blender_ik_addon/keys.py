@@ -298,13 +298,19 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
     new_keys = {"values": values_of_new, "added": added}
     co = np.empty((count, 2), dtype=np.float32)
     co[:, 0] = frames
+    for column, fcurve in _channel_fcurves(channels, existing, new_fcurve):
+        co[:, 1] = values[:, column]
+        _write_channel(fcurve, frames, co, new_keys, replace)
+
+
+def _channel_fcurves(channels, existing, new_fcurve):
+    """Each channel's column and F-curve: the one in ``existing`` ({(data_path, index): F-curve}), or one made by
+    ``new_fcurve`` (see _fcurve_maker)."""
     for column, (data_path, index, group_name) in enumerate(channels):
         fcurve = existing.get((data_path, index))
         if fcurve is None:
-            fcurve = new_fcurve(data_path, index, group_name)
-            existing[(data_path, index)] = fcurve
-        co[:, 1] = values[:, column]
-        _write_channel(fcurve, frames, co, new_keys, replace)
+            fcurve = existing[(data_path, index)] = new_fcurve(data_path, index, group_name)
+        yield column, fcurve
 
 
 def set_pose_bone_selected(pose_bone, selected):
@@ -647,11 +653,7 @@ def write_samples(obj, channels, frame_start, values):
     new_fcurve = _fcurve_maker(obj, action)
     co = np.empty((len(values), 2), dtype=np.float32)
     co[:, 0] = np.arange(frame_range[0], frame_range[1] + 1)
-    for column, (data_path, index, group_name) in enumerate(channels):
-        fcurve = existing.get((data_path, index))
-        if fcurve is None:
-            fcurve = new_fcurve(data_path, index, group_name)
-            existing[(data_path, index)] = fcurve
+    for column, fcurve in _channel_fcurves(channels, existing, new_fcurve):
         co[:, 1] = values[:, column]
         _set_samples(fcurve, co)
     # Samples set through foreach_set do not tag the action: without this the evaluated copy keeps the old ones
