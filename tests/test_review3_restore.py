@@ -107,3 +107,38 @@ def test_a_failed_self_check_puts_every_key_back(blender, state, output):
                       allow_shared=state in ("shared_in_a_strip", "other_slot"))
     assert every_key(bpy) == before and pose_snapshot(obj) == pose
     assert set(bpy.data.actions) == actions
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+@pytest.mark.parametrize("failing", ["finger3.L", "hand.L"])
+def test_a_failed_check_of_either_level_puts_both_levels_back(blender, monkeypatch, failing, output):
+    """A finger chain below an arm chain: the arm's keys are written before the finger's level is sampled.
+    Whichever chain's check fails, both levels' keys (here the first on the bones' channels) are taken away
+    again, and the F-curves of other channels are kept."""
+    bpy = blender
+    from test_chains import build_body
+    from blender_ik_addon import bake
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj = build_body(bpy, fingers=True)
+    for tip in ("finger3.L", "hand.L"):
+        chain = obj.blender_ik.chains.add()
+        chain.name, chain.tip_bone = tip, tip
+        chain.target = add_empty(f"{tip}_goal", location=(0.3, -0.3, 1.0))
+        chain.target.keyframe_insert("location", frame=1)
+        chain.target.location.z = 1.1
+        chain.target.keyframe_insert("location", frame=30)
+    obj.pose.bones["hips"].keyframe_insert("location", frame=4)  # an action, nothing of the chains' in it
+    bpy.context.view_layer.objects.active = obj
+    real = bake.verify_pose
+
+    def verify(chain, solution, index):
+        if chain.names[-1] == failing:
+            raise ChainError("Blender shows another pose; nothing was changed")
+        return real(chain, solution, index)
+
+    monkeypatch.setattr(bake, "verify_pose", verify)
+    before, pose = every_key(bpy), pose_snapshot(obj)
+    with pytest.raises(ChainError, match="the keys were put back as they were"):
+        bake_armature(bpy.context.scene, obj, frame_start=1, frame_end=30, output=output)
+    assert every_key(bpy) == before and pose_snapshot(obj) == pose
