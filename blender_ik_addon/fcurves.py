@@ -38,7 +38,10 @@ _MIN_SPAN = 256
 # An action is copied whole when it holds at most this many keys (about 1.4 MB of them, 72 bytes each); a larger
 # one curve by curve, one at a time, so what the sampling holds at once stays that of one curve (measured: a
 # 100,000-frame bake's peak grows by 8 MiB when its target's 60,000 keys are copied at once, block after block).
+# Samples (Keys to Samples, a bake to samples) are copied too, 16 bytes each, and count at that size: a re-bake of
+# four chains x 100,000 frames to samples on a moving armature copied 58 MB of them per block otherwise.
 _WHOLE_ACTION_KEYS = 20_000
+_KEY_BYTES, _SAMPLE_BYTES = 72, 16  # a key (BezTriple), a sample (FPoint)
 # The frames convert_to_samples takes (looked up once: RNA's introspection costs more than a short sampling).
 _CONVERT = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
 _SAMPLE_LIMITS = (_CONVERT["start"].hard_min, _CONVERT["end"].hard_max)
@@ -81,7 +84,9 @@ def evaluate_many(fcurves, frames, dtype=np.float64):
     for columns in by_action.values():
         action = fcurves[columns[0]].id_data
         every = keys.action_fcurves(action)
-        if sum(len(fcurve.keyframe_points) for fcurve in every) > _WHOLE_ACTION_KEYS:
+        held = sum(_KEY_BYTES * len(fcurve.keyframe_points) + _SAMPLE_BYTES * len(fcurve.sampled_points)
+                   for fcurve in every)
+        if held > _KEY_BYTES * _WHOLE_ACTION_KEYS:
             alone += columns
             continue
         position = {fcurve.as_pointer(): index for index, fcurve in enumerate(every)}
