@@ -75,6 +75,14 @@ class ChainSpec:
     def label(self):
         return self.name or self.tip_bone
 
+    def goals(self):
+        """What the chain reaches for: ``[(role, object, bone name)]``, the target, and the pole when the plane
+        goes through one."""
+        goals = [("target", self.target, self.target_bone)]
+        if self.plane == "POLE":
+            goals.append(("pole", self.pole, self.pole_bone))
+        return goals
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -540,10 +548,7 @@ def check_target(chain, spec, now=True):
     """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
     the plane is "POLE"). ``now=False`` leaves out what may differ from frame to frame (the matrices' values;
     a bake checks those on every baked frame) and returns None, None."""
-    roles = [("target", spec.target, spec.target_bone)]
-    if spec.plane == "POLE":
-        roles.append(("pole", spec.pole, spec.pole_bone))
-    for role, obj, bone_name in roles:
+    for role, obj, bone_name in spec.goals():
         if not now:  # the same checks on the objects and bones, without reading their matrices
             goal_matrix(chain.armature, obj, bone_name, role, read=False)
         bone = moves_with_chain(chain, obj, bone_name)
@@ -1004,13 +1009,12 @@ def order(armature, read, errors=None):
     before = []
     for spec, chain in kept:
         needs = set()
-        goals = [(spec.target, spec.target_bone)] + ([(spec.pole, spec.pole_bone)] if spec.plane == "POLE" else [])
         for index, (_, other) in enumerate(kept):
             if other is chain:
                 continue
             if _below(armature, chain.names[0], set(other.names)) is not None or any(
                     obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for obj, bone_name in goals):
+                    for _, obj, bone_name in spec.goals()):
                 needs.add(index)
         before.append(needs)
     levels, placed = [], set()

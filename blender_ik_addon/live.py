@@ -139,10 +139,9 @@ def _moved_by(armature, moving, idle):
         moved = []
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
-            goals = [(spec.target, spec.target_bone)] + ([(spec.pole, spec.pole_bone)] if spec.plane == "POLE" else [])
             if any(moves_with_chain(other, armature, chain.names[0]) is not None
                    or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                          for obj, bone_name in goals) for other in moving):
+                          for _, obj, bone_name in spec.goals()) for other in moving):
                 moved.append((spec, key, inputs, chain))
         if not moved:
             break

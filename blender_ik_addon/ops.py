@@ -630,9 +630,7 @@ def _check_goals_not_live(scene, armature, specs):
             if chain is not None and (owner.as_pointer(), chain[2]) not in baked:
                 live.append((owner, chain[0], chain_settings))
     for spec in specs:
-        moved = [("target", spec.target, spec.target_bone)]
-        if spec.plane == "POLE":
-            moved.append(("pole", spec.pole, spec.pole_bone))
+        moved = spec.goals()
         if names[spec] is not None:  # below a live chain, its keys would turn with Live's pose of that chain
             moved.append(("chain", armature, names[spec][0]))
         for role, obj, bone_name in moved:

@@ -397,8 +397,7 @@ def _in_dependency_order(jobs):
             except ChainError:
                 pass  # refused by its own bake
         firsts.append(heads)
-        goals = [(armature, "")] + [(spec.target, spec.target_bone) for spec in described]
-        moved.append(goals + [(spec.pole, spec.pole_bone) for spec in described if spec.plane == "POLE"])
+        moved.append([(armature, "")] + [(obj, bone) for spec in described for _, obj, bone in spec.goals()])
 
     def needs(index, other):
         return other != index and any(obj is not None and hangs_below(jobs[other][0], head, obj, bone) is not None
