@@ -46,3 +46,15 @@ def readout(obj, chain=None):
     if chain is None:
         chain = settings.active_chain.name or settings.active_chain.tip_bone
     return runtime.readout(obj.name, chain)
+
+
+def link_from_library(bpy, path, name):
+    """Save this file as the library ``path``, start an empty file, and link the object ``name`` from the library
+    into its scene; returns the linked object."""
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(str(path), link=True) as (_, linked):
+        linked.objects = [name]
+    obj = linked.objects[0]
+    bpy.context.scene.collection.objects.link(obj)
+    return obj

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from rigs import (add_empty, angle_between, axis_of, build_arm, chain_length_world, pose_snapshot, random_rig,
-                  reachable_target, readout, tip_and_direction)
+from rigs import (add_empty, angle_between, axis_of, build_arm, chain_length_world, link_from_library, pose_snapshot,
+                  random_rig, reachable_target, readout, tip_and_direction)
 
 POSITION_TOLERANCE = 1e-5  # of the chain's length
 ANGLE_TOLERANCE = 2e-5  # radians
@@ -310,14 +310,7 @@ def test_solve_sees_pose_changes_a_script_made_without_an_update(blender):
 def link_arm_from_library(bpy, tmp_path):
     """A fresh file with the arm linked from a library file: the linked object, in the scene."""
     build_arm()
-    path = str(tmp_path / "library.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(path, link=True) as (data_from, data_to):
-        data_to.objects = ["Arm"]
-    obj = data_to.objects[0]
-    bpy.context.scene.collection.objects.link(obj)
-    return obj
+    return link_from_library(bpy, tmp_path / "library.blend", "Arm")
 
 
 def test_linked_armature_is_refused(blender, tmp_path):

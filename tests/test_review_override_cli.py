@@ -12,7 +12,7 @@ import bpy  # noqa: F401  (mathutils comes with bpy)
 import numpy as np
 from mathutils import Vector
 
-from rigs import add_empty
+from rigs import add_empty, link_from_library
 from test_chains import body_with_chains
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,16 +26,9 @@ def _local(bpy, name):
 def test_review_cli_keeps_an_overridden_chain_target(blender, tmp_path):
     bpy = blender
     # The character file: a body with a hand chain and its target.
-    obj = body_with_chains(bpy, ["hand.L"])
-    character = tmp_path / "character.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(character))
-
+    body_with_chains(bpy, ["hand.L"])
     # The shot: the body linked and overridden; the animator points the chain at a shot-local goal, animated.
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(str(character), link=True) as (source, linked):
-        linked.objects = ["Body"]
-    bpy.context.scene.collection.objects.link(bpy.data.objects["Body"])
-    body = bpy.data.objects["Body"].override_create(remap_local_usages=True)
+    body = link_from_library(bpy, tmp_path / "character.blend", "Body").override_create(remap_local_usages=True)
     bpy.context.view_layer.update()
     from blender_ik_addon.ops import tip_target_matrix
     goal = add_empty("shot_goal")

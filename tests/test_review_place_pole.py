@@ -4,6 +4,7 @@ pole that is not a bone): README 'Place Pole ... switches the chain to Pole mode
 import bpy  # noqa: F401  (mathutils comes with bpy)
 import numpy as np
 
+from rigs import link_from_library
 from test_chains import body_with_chains
 
 
@@ -63,12 +64,7 @@ def test_review_place_pole_on_a_linked_pole_survives_a_reload(blender, tmp_path)
     bpy = blender
     pole = bpy.data.objects.new("LibPole", None)
     bpy.context.scene.collection.objects.link(pole)
-    library = tmp_path / "props.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(str(library), link=True) as (_, linked):
-        linked.objects = ["LibPole"]
-    bpy.context.scene.collection.objects.link(bpy.data.objects["LibPole"])
+    link_from_library(bpy, tmp_path / "props.blend", "LibPole")
     obj = arm(bpy)
     obj.blender_ik.chains[0].pole = bpy.data.objects["LibPole"]
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
