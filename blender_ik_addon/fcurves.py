@@ -42,9 +42,6 @@ _MIN_SPAN = 256
 # four chains x 100,000 frames to samples on a moving armature copied 58 MB of them per block otherwise.
 _WHOLE_ACTION_KEYS = 20_000
 _KEY_BYTES, _SAMPLE_BYTES = 72, 16  # a key (BezTriple), a sample (FPoint)
-# The frames convert_to_samples takes (looked up once: RNA's introspection costs more than a short sampling).
-_CONVERT = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
-_SAMPLE_LIMITS = (_CONVERT["start"].hard_min, _CONVERT["end"].hard_max)
 
 
 def is_empty(fcurve):
@@ -114,7 +111,7 @@ def _sample_span(frames):
     if frames.dtype.kind == "f" and not (np.isfinite(frames).all() and (frames == np.floor(frames)).all()):
         return None
     first, last = int(frames.min()), int(frames.max())
-    if first < _SAMPLE_LIMITS[0] or last + 1 > _SAMPLE_LIMITS[1]:
+    if first < keys.SAMPLE_FRAMES[0] or last + 1 > keys.SAMPLE_FRAMES[1]:
         return None
     if last - first + 1 > _SPARSEST * len(frames) + _MIN_SPAN:
         return None

@@ -557,9 +557,11 @@ def restore_channels(obj, snapshot):
 # samples whatever the range. A sampled F-curve takes no keys: keyframe_points.add on one corrupts it (keys and
 # samples share one point count), which is why Blender's keyframe_insert refuses it.
 
-_SAMPLING_FRAMES = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters["end"]
-# convert_to_samples takes frames within Blender's limits and excludes its end: at most this many samples at once.
-MAX_SAMPLES = _SAMPLING_FRAMES.hard_max - _SAMPLING_FRAMES.hard_min
+_CONVERT = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
+# convert_to_samples takes frames within Blender's limits and excludes its end: its lowest start and highest end
+# (looked up once: RNA's introspection costs more than a short sampling), and at most this many samples at once.
+SAMPLE_FRAMES = (_CONVERT["start"].hard_min, _CONVERT["end"].hard_max)
+MAX_SAMPLES = _CONVERT["end"].hard_max - _CONVERT["end"].hard_min
 
 
 def has_samples(fcurve):
@@ -576,7 +578,7 @@ def _point_frames(points):
 def _drop_samples(fcurve):
     """Free the samples of ``fcurve``, leaving it empty (no keys, no samples)."""
     # Any range frees them all; one that ends past Blender's last frame is clamped empty, which it refuses.
-    first = min(int(np.floor(fcurve.sampled_points[0].co[0])), _SAMPLING_FRAMES.hard_max - 1)
+    first = min(int(np.floor(fcurve.sampled_points[0].co[0])), SAMPLE_FRAMES[1] - 1)
     fcurve.convert_to_keyframes(first, first + 1)  # frees every sample; leaves one key
     fcurve.keyframe_points.clear()
 
@@ -593,7 +595,7 @@ def _set_samples(fcurve, co, select=None):
     keyframe_points.add(1)
     # The frames are set with the values, so the samples can be made anywhere: where their end, excluded, is
     # still within Blender's limits (samples up to the last frame need it one past).
-    first = min(int(co[0, 0]), _SAMPLING_FRAMES.hard_max - len(co))
+    first = min(int(co[0, 0]), SAMPLE_FRAMES[1] - len(co))
     fcurve.convert_to_samples(first, first + len(co))
     fcurve.sampled_points.foreach_set("co", np.ascontiguousarray(co, dtype=np.float32).ravel())
     if select is not None:
