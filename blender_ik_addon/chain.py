@@ -119,12 +119,6 @@ class ChainFloats:
     rest_frames: list  # per bone, the rows of its rest frame
     offsets: tuple  # K₂, K₃: per offset, the columns of its 3×3 part
 
-    @classmethod
-    def of(cls, offsets, links, rest_normals, rest_frames):
-        lengths = tuple(np.linalg.norm(links, axis=-1).tolist())
-        return cls(lengths, sum(lengths), tuple(rest_normals[0].tolist()), rest_frames.tolist(),
-                   tuple(tuple(tuple(offset[:3, j].tolist()) for j in range(3)) for offset in offsets))
-
 
 def matrix_array(m):
     """A mathutils Matrix (or any nested rows) as a float64 numpy array."""
@@ -403,36 +397,72 @@ def _read_chain(armature, names):
             raise ChainError(f"Bone '{bone.name}' does not inherit rotation; turn on Inherit Rotation "
                            "(Bone properties > Relations) to use it in the IK chain")
 
+    # The rest geometry, on plain floats (numpy's cost per call on 3-vectors made this most of a first read).
     offsets = []
     for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
-        offset = affine_inverse(matrix_array(parent.matrix_local)) @ matrix_array(child.matrix_local)
+        offset = product_rows(inverse_rows(rows_of(parent.matrix_local)), rows_of(child.matrix_local))
         if not child.use_connect:  # a connected bone ignores its pose location
-            location = np.array(tuple(pose_child.location))
+            location = tuple(pose_child.location)
             # Local Location off: the location moves the bone along its parent's axes, not its own.
-            offset[:3, 3] += offset[:3, :3] @ location if child.use_local_location else location
+            if child.use_local_location:
+                location = _row_times(offset, location)
+            for row, value in zip(offset, location):
+                row[3] += value
         offsets.append(offset)
-    offsets = np.array(offsets)
-    links = np.array([offsets[0][:3, 3], offsets[1][:3, 3], [0.0, bones[2].length, 0.0]])
-    for name, link in zip(names, links):
-        if np.linalg.norm(link) < 1e-6:
+    links = [(offset[0][3], offset[1][3], offset[2][3]) for offset in offsets] + [(0.0, bones[2].length, 0.0)]
+    lengths = tuple(math.sqrt(dot(link, link)) for link in links)
+    for name, length in zip(names, lengths):
+        if length < 1e-6:
             raise ChainError(f"Bone '{name}' has a zero-length link to the next joint; the chain cannot bend there")
 
     # The rest chain in the first bone's frame: heads h₁ = 0, h₂, h₃ and the last bone's direction.
-    rotation2, rotation3 = offsets[0][:3, :3], offsets[0][:3, :3] @ offsets[1][:3, :3]
+    rotation2 = [row[:3] for row in offsets[0]]
+    rotation3 = [[sum(rotation2[i][k] * offsets[1][k][j] for k in range(3)) for j in range(3)] for i in range(3)]
     elbow = links[0]
-    wrist = links[0] + rotation2 @ links[1]
-    last = rotation3 @ np.array([0.0, 1.0, 0.0])
-    axis = _unit(wrist)
-    bend = _reject(elbow, axis)
-    if np.linalg.norm(bend) > 1e-6 * np.linalg.norm(elbow):
-        normal = _unit(np.cross(axis, bend))
+    wrist = add(links[0], _row_times(rotation2, links[1]))
+    last = tuple(row[1] for row in rotation3)  # rotation3 @ (0, 1, 0)
+    axis = _float_unit(wrist)
+    bend = reject(elbow, axis)
+    if math.sqrt(dot(bend, bend)) > 1e-6 * lengths[0]:
+        normal = _float_unit(cross(axis, bend))
     else:  # a straight chain bends about its first bone's X axis, as Blender's own IK does
-        normal = _unit(_reject(np.array([1.0, 0.0, 0.0]), axis), _perpendicular(axis))
-    rest_toward = float(np.dot(bend, _reject(last, axis))) >= 0.0
-    rest_normals = np.array([normal, rotation2.T @ normal, rotation3.T @ normal])
-    rest_frames = frames(links, rest_normals)
-    return Chain(armature, names, offsets, links, rest_normals, rest_toward, rest_frames,
-                 ChainFloats.of(offsets, links, rest_normals, rest_frames))
+        normal = _float_unit(reject((1.0, 0.0, 0.0), axis), _float_perpendicular(axis))
+    rest_toward = dot(bend, reject(last, axis)) >= 0.0
+    rest_normals = [normal, _column_times(rotation2, normal), _column_times(rotation3, normal)]
+    rest_frames = [_float_frame(link, rest_normal) for link, rest_normal in zip(links, rest_normals)]
+    floats = ChainFloats(lengths, sum(lengths), tuple(normal), rest_frames,
+                         tuple(tuple((offset[0][j], offset[1][j], offset[2][j]) for j in range(3)) for offset in offsets))
+    return Chain(armature, names, np.array(offsets), np.array(links), np.array(rest_normals), rest_toward,
+                 np.array(rest_frames), floats)
+
+
+def _row_times(rows, v):
+    """``M @ v`` for a matrix as rows of floats (its 3×3 part) and a 3-vector."""
+    return tuple(row[0] * v[0] + row[1] * v[1] + row[2] * v[2] for row in rows[:3])
+
+
+def _column_times(rows, v):
+    """``Mᵀ @ v`` for a matrix as rows of floats (its 3×3 part) and a 3-vector."""
+    return tuple(rows[0][j] * v[0] + rows[1][j] * v[1] + rows[2][j] * v[2] for j in range(3))
+
+
+def _float_unit(v, fallback=None):
+    """:func:`_unit` of one vector, on floats."""
+    length = math.sqrt(dot(v, v))
+    return scale(v, 1.0 / length) if length > 1e-12 else v if fallback is None else fallback
+
+
+def _float_perpendicular(v):
+    """:func:`_perpendicular` of one unit vector, on floats."""
+    return _float_unit(cross(v, (0.0, 1.0, 0.0) if abs(v[0]) > 0.9 else (1.0, 0.0, 0.0)))
+
+
+def _float_frame(direction, normal):
+    """:func:`frames` of one link, on floats, as rows."""
+    direction = _float_unit(direction)
+    normal = _float_unit(reject(normal, direction), _float_perpendicular(direction))
+    third = cross(direction, normal)
+    return [[direction[i], normal[i], third[i]] for i in range(3)]
 
 
 def goal_matrix(armature, obj, bone_name, role, read=True):
@@ -806,8 +836,40 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
     return ChainSolve([local], type(solution)(*([field] for field in solution)))
 
 
+# Up to this many samples, solve_chain solves each on floats (solve_one, ~10 µs a sample): numpy's cost per call
+# makes a batched solve cost ~0.3 ms however few its samples (issue 11: a short bake; the frames of a long bake
+# whose bend plane is undefined, solved again with the plane carried to them).
+FEW_SAMPLES = 16
+
+
+def _solve_few(chain, base, target, spec, pole, fallback_normal, carry_plane):
+    """:func:`solve_chain` of a few samples, one by one through :func:`solve_one`, as arrays: the same result to
+    float64 rounding (tests/test_one_sample.py). None when a sample is refused, for the batch to refuse it with its
+    frame named."""
+    count = len(base)
+    fallbacks = (None if fallback_normal is None
+                 else np.broadcast_to(np.asarray(fallback_normal, dtype=np.float64), (count, 3)).tolist())
+    bases, targets = base.tolist(), target.tolist()
+    poles = None if pole is None else np.broadcast_to(pole, (count, 3)).tolist()
+    carried = None  # the last defined plane's normal, for the samples after it whose plane is undefined
+    solved = []
+    try:
+        for index in range(count):
+            fallback = carried if carried is not None else None if fallbacks is None else fallbacks[index]
+            one = solve_one(chain, bases[index], targets[index], spec, None if poles is None else poles[index],
+                            fallback)
+            if carry_plane and not one.solution.degenerate[0]:
+                carried = one.solution.normal[0]
+            solved.append(one)
+    except ChainError:
+        return None
+    fields = zip(*(one.solution for one in solved))
+    return ChainSolve(np.array([one.rotations[0] for one in solved]),
+                      type(solved[0].solution)(*(np.array([value[0] for value in field]) for field in fields)))
+
+
 def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carry_plane=True, sample_frames=None):
-    """Solve N samples at once (one sample goes through :func:`solve_one`, and comes back as arrays too).
+    """Solve N samples at once (up to FEW_SAMPLES through :func:`solve_one`; they come back as arrays too).
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
     ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
@@ -817,12 +879,12 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     """
     base = np.asarray(base, dtype=np.float64)
     target = np.asarray(target, dtype=np.float64)
+    pole = None if pole is None else np.asarray(pole, dtype=np.float64)
     count = len(base)
-    if count == 1:
-        fallback = None if fallback_normal is None else np.reshape(fallback_normal, (-1, 3))[0].tolist()
-        one = solve_one(chain, base[0].tolist(), target[0].tolist(), spec,
-                        None if pole is None else np.asarray(pole, dtype=np.float64)[0].tolist(), fallback)
-        return ChainSolve(np.array(one.rotations), type(one.solution)(*(np.array(field) for field in one.solution)))
+    if count <= FEW_SAMPLES:
+        few = _solve_few(chain, base, target, spec, pole, fallback_normal, carry_plane)
+        if few is not None:
+            return few
     ops = _ops.NUMPY
     # A base that is the same on every sample (nothing above the chain moves) is checked and made a rotation
     # once, and enters the math as plain floats, which broadcast against the samples' arrays.
@@ -884,8 +946,13 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
         index = np.maximum.accumulate(index)[rows]
         carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)],
                            fallback[rows] if np.ndim(fallback) == 2 else fallback)
-        for field, again in zip(solution, solve(carried, rows)):
-            field[rows] = again
+        again = None
+        if len(rows) <= FEW_SAMPLES:  # a few frames (a long bake's usual case): each on floats
+            again = _solve_few(chain, base[rows], target[rows], spec, None if pole is None else pole[rows], carried,
+                               carry_plane=False)
+            again = None if again is None else again.solution
+        for field, value in zip(solution, solve(carried, rows) if again is None else again):
+            field[rows] = value
 
     normal = _vectors(solution.normal, False)
     directions = [_vectors(solution.directions[:, link], False) for link in range(3)]

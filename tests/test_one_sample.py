@@ -79,3 +79,61 @@ def test_one_sample_through_solve_chain_comes_back_as_arrays(blender):
     assert one.solution.joints.shape == (1, 4, 3) and one.solution.reachable.shape == (1,)
     current = chain_module.solve_current(chain, spec)
     np.testing.assert_allclose(one.rotations[0], np.array(current.rotations[0]), rtol=0, atol=1e-12)
+
+
+def _sequence(rng, chain, base, plane, count):
+    """``count`` goals (armature space) for a chain on ``base``: in reach, out of reach, and every fourth one on
+    the line where ``plane`` is undefined (the up axis along the base-to-goal line for 'TARGET', the wrist along the
+    rest hinge axis for 'PARENT'), built in float64 so that line is exact."""
+    origin, size = base[:3, 3], sum(chain.floats.lengths)
+    hinge = base[:3, :3] @ np.array(chain.floats.rest_normal)
+    goals = np.zeros((count, 4, 4))
+    goals[:, 3, 3] = 1.0
+    for index in range(count):
+        rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        rotation *= np.sign(np.linalg.det(rotation))
+        direction = rng.normal(size=3)
+        direction /= np.linalg.norm(direction)
+        distance = size * (3.0 if index % 3 == 2 else rng.uniform(0.3, 0.8))
+        location = origin + distance * direction
+        if index % 4 == 3 and plane == "TARGET":  # Z (the up axis) along the line
+            rotation[:, 2] = direction
+            rotation[:, 0] = np.cross(rotation[:, 1], direction)
+            rotation[:, 0] /= np.linalg.norm(rotation[:, 0])
+            rotation[:, 1] = np.cross(direction, rotation[:, 0])
+        elif index % 4 == 3:  # the wrist on the hinge axis
+            location = origin + 0.5 * size * hinge + chain.floats.lengths[2] * rotation[:, 2]
+        goals[index, :3, :3], goals[index, :3, 3] = rotation, location
+    return goals
+
+
+@pytest.mark.parametrize("count, plane", [(count, plane) for count in (2, 9, 40) for plane in ("TARGET", "PARENT")])
+def test_a_few_samples_on_floats_equal_the_batch(blender, monkeypatch, count, plane):
+    """Up to FEW_SAMPLES, solve_chain solves each sample on floats, and a long batch re-solves its few samples with
+    an undefined plane the same way, carrying the last defined plane to them: the same rotations, solution and
+    carried planes as the numpy batch (FEW_SAMPLES = 0) to float64 rounding."""
+    bpy = blender
+    from blender_ik_addon import chain as chain_module
+    from blender_ik_addon.chain import ChainSpec
+
+    rng = np.random.default_rng(count)
+    obj = random_rig(rng)
+    spec = ChainSpec(tip_bone="b3", target=add_empty(), plane=plane)
+    bpy.context.view_layer.update()
+    chain = chain_module.read_chain(obj, "b3")
+    base = chain_module.base_matrix(chain)
+    targets = _sequence(rng, chain, base, plane, count)
+    bases = np.broadcast_to(base, (count, 4, 4))
+
+    floats = chain_module.solve_chain(chain, bases, targets, spec)
+    monkeypatch.setattr(chain_module, "FEW_SAMPLES", 0)
+    batch = chain_module.solve_chain(chain, bases, targets, spec)
+
+    if count > 2:  # an undefined plane after a defined one: the carried plane is exercised
+        first = np.flatnonzero(~batch.solution.degenerate)[0]
+        assert batch.solution.degenerate[first + 1:].any()
+    np.testing.assert_allclose(floats.rotations, batch.rotations, rtol=0, atol=1e-12)
+    for name, field in zip(batch.solution._fields, batch.solution):
+        assert getattr(floats.solution, name).dtype == field.dtype and getattr(floats.solution, name).shape == field.shape
+        np.testing.assert_allclose(getattr(floats.solution, name).astype(np.float64), field.astype(np.float64),
+                                   rtol=0, atol=1e-12, err_msg=name)

@@ -129,3 +129,26 @@ def test_vectorised_euler_continuity_equals_the_sequential_algorithm(order, jump
     previous = rng.uniform(-7, 7, 3)
     np.testing.assert_allclose(rotations.continuous_eulers(matrices, order, previous),
                                sequential_eulers(matrices, order, previous), atol=1e-9)
+
+
+@pytest.mark.parametrize("jumpy", [False, True])
+def test_bones_convert_chunk_by_chunk_as_in_one_pass(jumpy):
+    """bones_to_channels converts CHUNK_FRAMES frames at a time; each chunk continues from the one before, so the
+    keys are those of one pass over the whole range: quaternions bit for bit, angles to float64 rounding."""
+    count = 2 * rotations.CHUNK_FRAMES + 37
+    rng = np.random.default_rng(11)
+    modes = ["QUATERNION", "ZXY", "AXIS_ANGLE", "QUATERNION"]
+    if jumpy:
+        matrices = random_matrices(count * len(modes), seed=4).reshape(count, len(modes), 3, 3)
+    else:  # turning steadily through several turns, across the chunk boundaries
+        angles = np.cumsum(rng.normal(scale=0.3, size=(count, len(modes), 3)), axis=0)
+        matrices = rotations.euler_to_matrix(angles, "XYZ")
+    previous = [np.array([-0.5, 0.5, -0.5, 0.5]), rng.uniform(-7, 7, 3), np.array([4.0, 0.0, 0.6, 0.8]),
+                np.array([0.0, 0.0, 0.0, -1.0])]
+    chunked = rotations.bones_to_channels(matrices, modes, previous)
+    for bone, mode in enumerate(modes):
+        whole = rotations.matrices_to_channels(matrices[:, bone], mode, previous[bone])
+        if mode == "QUATERNION":
+            np.testing.assert_array_equal(chunked[bone], whole)
+        else:
+            np.testing.assert_allclose(chunked[bone], whole, rtol=0, atol=1e-9)
