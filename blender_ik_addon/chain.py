@@ -872,8 +872,8 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     """Solve N samples at once (up to FEW_SAMPLES through :func:`solve_one`; they come back as arrays too).
 
     ``base``: (N, 4, 4) ``A₁`` per sample; ``target``: (N, 4, 4) the target's armature-space matrix;
-    ``pole``: (N, 3) or None. ``fallback_normal``: (N, 3) or (3,), the plane to keep where it is
-    undefined; by default the rest pose's. With ``carry_plane``, a sample whose plane is undefined
+    ``pole``: (N, 3), (3,) shared by every sample, or None. ``fallback_normal``: (N, 3) or (3,), the plane to
+    keep where it is undefined; by default the rest pose's. With ``carry_plane``, a sample whose plane is undefined
     keeps the previous sample's instead (for a sequence of frames). ``sample_frames``: the samples' frame
     numbers, for messages.
     """
@@ -948,8 +948,8 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
                            fallback[rows] if np.ndim(fallback) == 2 else fallback)
         again = None
         if len(rows) <= FEW_SAMPLES:  # a few frames (a long bake's usual case): each on floats
-            again = _solve_few(chain, base[rows], target[rows], spec, None if pole is None else pole[rows], carried,
-                               carry_plane=False)
+            again = _solve_few(chain, base[rows], target[rows], spec, pole[rows] if np.ndim(pole) == 2 else pole,
+                               carried, carry_plane=False)
             again = None if again is None else again.solution
         for field, value in zip(solution, solve(carried, rows) if again is None else again):
             field[rows] = value

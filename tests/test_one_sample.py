@@ -137,3 +137,42 @@ def test_a_few_samples_on_floats_equal_the_batch(blender, monkeypatch, count, pl
         assert getattr(floats.solution, name).dtype == field.dtype and getattr(floats.solution, name).shape == field.shape
         np.testing.assert_allclose(getattr(floats.solution, name).astype(np.float64), field.astype(np.float64),
                                    rtol=0, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("undefined", [(5, 11), (2,)])
+def test_a_pole_shared_by_every_sample_equals_it_given_per_sample(blender, undefined):
+    """A (3,) pole, shared by every sample of a long batch in which a few samples' wrists lie on the base-to-pole
+    line (their plane undefined: solved again, the plane carried to them): the same solve as that pole given per
+    sample. Those few samples must not take components of the one pole for their poles."""
+    bpy = blender
+    from blender_ik_addon import chain as chain_module
+    from blender_ik_addon.chain import ChainSpec
+
+    rng = np.random.default_rng(len(undefined))
+    obj = random_rig(rng)
+    spec = ChainSpec(tip_bone="b3", target=add_empty(), plane="POLE", pole=add_empty("Pole"))
+    bpy.context.view_layer.update()
+    chain = chain_module.read_chain(obj, "b3")
+    base = chain_module.base_matrix(chain)
+    count = chain_module.FEW_SAMPLES + 4
+    origin, scale = base[:3, 3], np.linalg.norm(base[:3, 0])
+    lengths = chain.floats.lengths
+    pole = origin + rng.normal(size=3) * scale * sum(lengths)
+    toward = (pole - origin) / np.linalg.norm(pole - origin)
+    side = np.cross(rng.normal(size=3), toward)
+    side /= np.linalg.norm(side)
+    targets = np.tile(np.eye(4), (count, 1, 1))
+    for index in range(count):
+        if index in undefined:  # toward the pole, its Z (the up axis) too: the wrist on the line, in reach
+            targets[index, :3, :3] = np.column_stack([side, np.cross(toward, side), toward])
+            targets[index, :3, 3] = origin + scale * (max(lengths[:2]) + lengths[2]) * toward
+        else:
+            targets[index, :3, 3] = origin + rng.normal(size=3) * scale * 0.4 * sum(lengths)
+    bases = np.broadcast_to(base, (count, 4, 4))
+
+    per_sample = chain_module.solve_chain(chain, bases, targets, spec, np.broadcast_to(pole, (count, 3)))
+    shared = chain_module.solve_chain(chain, bases, targets, spec, pole)
+
+    assert list(np.flatnonzero(per_sample.solution.degenerate)) == list(undefined)
+    np.testing.assert_allclose(shared.rotations, per_sample.rotations, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(shared.solution.degenerate, per_sample.solution.degenerate)
