@@ -836,10 +836,10 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
     return ChainSolve([local], type(solution)(*([field] for field in solution)))
 
 
-# Up to this many samples, solve_chain solves each on floats (solve_one, ~10 µs a sample): numpy's cost per call
-# makes a batched solve cost ~0.3 ms however few its samples (issue 11: a short bake; the frames of a long bake
-# whose bend plane is undefined, solved again with the plane carried to them).
-FEW_SAMPLES = 16
+# Up to this many samples, solve_chain solves each on floats (solve_one, ~25-30 µs a sample): numpy's cost per call
+# makes a batched solve cost ~0.45 ms however few its samples (issue 11: a short bake; the frames of a long bake
+# whose bend plane is undefined, solved again with the plane carried to them). The two cross at about 15 samples.
+FEW_SAMPLES = 12
 
 
 def _solve_few(chain, base, target, spec, pole, fallback_normal, carry_plane):
