@@ -149,24 +149,26 @@ def matrices_to_channels(matrices, mode, previous=None):
     raise ValueError(f"unknown rotation mode {mode!r}")
 
 
-# Frames bones_to_channels converts at a time: a chunk's temporaries stay small enough for the allocator to hand
-# the same memory back chunk after chunk, where whole-range temporaries would be fresh memory, page-faulted in on
-# every bake (a millisecond at 3,000 frames; issue 11).
-CHUNK_FRAMES = 512
+# Rotations bones_to_channels converts at a time (frames × bones): a chunk's temporaries stay small enough for the
+# allocator to hand the same memory back chunk after chunk, where whole-range temporaries would be fresh memory,
+# page-faulted in on every bake (a millisecond at 3,000 frames; issue 11), and for the caches to hold them.
+CHUNK_ROTATIONS = 1536
 
 
 def bones_to_channels(matrices, modes, previous):
     """(F, B, 3, 3) rotations of B bones -> per bone, (F, channels) values in its rotation mode (``modes``),
-    continuous over F from its ``previous`` value. Bones of the same mode are converted together, CHUNK_FRAMES
-    frames at a time, each chunk continuous from the last values of the one before (as one whole pass would be)."""
+    continuous over F from its ``previous`` value. Bones of the same mode are converted together, CHUNK_ROTATIONS
+    rotations at a time, each chunk continuous from the last values of the one before (as one whole pass would
+    be)."""
     converted = [None] * len(modes)
     count = len(matrices)
     for mode in dict.fromkeys(modes):
         group = [index for index, other in enumerate(modes) if other == mode]
         values = np.empty((count, len(group), channel_count(mode)))
         last = np.stack([previous[index] for index in group])
-        for start in range(0, count, CHUNK_FRAMES):
-            chunk = matrices[start:start + CHUNK_FRAMES]
+        frames = max(1, CHUNK_ROTATIONS // len(group))
+        for start in range(0, count, frames):
+            chunk = matrices[start:start + frames]
             # All bones in one mode (the usual case): the matrices as they are, not a copy of them.
             values[start:start + len(chunk)] = matrices_to_channels(
                 chunk if len(group) == len(modes) else chunk[:, group], mode, last)

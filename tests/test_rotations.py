@@ -133,11 +133,11 @@ def test_vectorised_euler_continuity_equals_the_sequential_algorithm(order, jump
 
 @pytest.mark.parametrize("jumpy", [False, True])
 def test_bones_convert_chunk_by_chunk_as_in_one_pass(jumpy):
-    """bones_to_channels converts CHUNK_FRAMES frames at a time; each chunk continues from the one before, so the
-    keys are those of one pass over the whole range: quaternions bit for bit, angles to float64 rounding."""
-    count = 2 * rotations.CHUNK_FRAMES + 37
-    rng = np.random.default_rng(11)
+    """bones_to_channels converts CHUNK_ROTATIONS rotations at a time; each chunk continues from the one before, so
+    the keys are those of one pass over the whole range: quaternions bit for bit, angles to float64 rounding."""
     modes = ["QUATERNION", "ZXY", "AXIS_ANGLE", "QUATERNION"]
+    count = 2 * rotations.CHUNK_ROTATIONS + 37  # several chunks for every mode, the one-bone ones too
+    rng = np.random.default_rng(11)
     if jumpy:
         matrices = random_matrices(count * len(modes), seed=4).reshape(count, len(modes), 3, 3)
     else:  # turning steadily through several turns, across the chunk boundaries
