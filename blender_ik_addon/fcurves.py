@@ -17,16 +17,8 @@ from . import keys
 
 # What decides a key's segment of the curve. Handle types only steer handle recalculation, which
 # the copy never runs, and selection is UI state.
-_SHAPE = {
-    "co": (2, np.float32),
-    "handle_left": (2, np.float32),
-    "handle_right": (2, np.float32),
-    "interpolation": (1, np.uint8),
-    "easing": (1, np.uint8),
-    "back": (1, np.float32),
-    "amplitude": (1, np.float32),
-    "period": (1, np.float32),
-}
+_SHAPE = {name: keys.KEY_ATTRIBUTES[name]
+          for name in ("co", "handle_left", "handle_right", "interpolation", "easing", "back", "amplitude", "period")}
 # Modifier properties that do not change what the modifier computes.
 _NOT_COPIED = {"rna_type", "name", "type", "is_valid", "active", "show_expanded", "control_points"}
 # Modifiers that give an F-curve without keys a value (Blender's FMI_TYPE_GENERATE_CURVE).

@@ -20,7 +20,7 @@ _POSE_BONE_SELECT = "select" in bpy.types.PoseBone.bl_rna.properties
 # Keyframe attributes copied for the keys that are kept: name -> (values per key, numpy dtype).
 # The dtypes are those Blender stores, so foreach_get/set copy raw memory (enums are bytes; an int32
 # buffer works too but is an order of magnitude slower). co_ui is left out: it is a view of co.
-_KEY_ATTRIBUTES = {
+KEY_ATTRIBUTES = {
     "co": (2, np.float32),
     "handle_left": (2, np.float32),
     "handle_right": (2, np.float32),
@@ -197,7 +197,7 @@ def _read_keys(keyframe_points, attributes):
     count = len(keyframe_points)
     keys = {}
     for attribute in attributes:
-        width, dtype = _KEY_ATTRIBUTES[attribute]
+        width, dtype = KEY_ATTRIBUTES[attribute]
         buffer = np.empty(count * width, dtype=dtype)
         keyframe_points.foreach_get(attribute, buffer)
         keys[attribute] = buffer.reshape(count, width) if width > 1 else buffer
@@ -227,11 +227,11 @@ def _write_channel(fcurve, frames, co, new_keys, replace):
         for attribute, inserted in new_keys["added"].items():
             keyframe_points.foreach_set(attribute, inserted)
     else:
-        old.update(_read_keys(keyframe_points, tuple(_KEY_ATTRIBUTES)[1:]))
+        old.update(_read_keys(keyframe_points, tuple(KEY_ATTRIBUTES)[1:]))
         new = dict(new_keys["values"], co=co, handle_left=co, handle_right=co)
         keyframe_points.clear()
         keyframe_points.add(kept + count)
-        for attribute, (width, dtype) in _KEY_ATTRIBUTES.items():
+        for attribute, (width, dtype) in KEY_ATTRIBUTES.items():
             shape = (count, width) if width > 1 else (count,)
             inserted = np.broadcast_to(np.asarray(new[attribute], dtype=dtype), shape)
             inserted = np.concatenate((old[attribute][before], inserted, old[attribute][after]))
@@ -292,7 +292,7 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
     count = len(frames)
     # Made once for every channel: the new keys' attributes, and co, whose frame column is the same on all.
     values_of_new = dict(_NEW_KEY_DEFAULTS, interpolation=interpolation_value)
-    added = {name: np.full(count, values_of_new[name], dtype=_KEY_ATTRIBUTES[name][1])
+    added = {name: np.full(count, values_of_new[name], dtype=KEY_ATTRIBUTES[name][1])
              for name in _SET_ON_NEW_KEYS if name != "co"
              and (name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)}
     new_keys = {"values": values_of_new, "added": added}
@@ -514,7 +514,7 @@ def restore_channels(obj, snapshot):
         elif key in saved_fcurves:
             if has_samples(fcurve):  # a bake to samples replaced its keys
                 _drop_samples(fcurve)
-            saved = _read_keys(saved_fcurves[key].keyframe_points, _KEY_ATTRIBUTES)
+            saved = _read_keys(saved_fcurves[key].keyframe_points, KEY_ATTRIBUTES)
             keyframe_points = fcurve.keyframe_points
             keyframe_points.clear()
             keyframe_points.add(len(saved["co"]))

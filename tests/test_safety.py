@@ -27,7 +27,7 @@ def all_keys(obj):
     nothing changed."""
     from blender_ik_addon import keys
     def attributes(fcurve):
-        read = keys._read_keys(fcurve.keyframe_points, keys._KEY_ATTRIBUTES)
+        read = keys._read_keys(fcurve.keyframe_points, keys.KEY_ATTRIBUTES)
         found = {name: values.tolist() for name, values in read.items()}
         found["samples"] = [(tuple(point.co), point.select) for point in fcurve.sampled_points]
         return found
