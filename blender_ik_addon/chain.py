@@ -416,20 +416,22 @@ def _read_chain(armature, names):
             raise ChainError(f"Bone '{name}' has a zero-length link to the next joint; the chain cannot bend there")
 
     # The rest chain in the first bone's frame: heads h₁ = 0, h₂, h₃ and the last bone's direction.
-    rotation2 = [row[:3] for row in offsets[0]]
-    rotation3 = [[sum(rotation2[i][k] * offsets[1][k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+    rotation2, rotation3 = offsets[0], product_rows(offsets[0], offsets[1])  # (their 3×3 parts are read)
     elbow = links[0]
     wrist = add(links[0], _row_times(rotation2, links[1]))
-    last = tuple(row[1] for row in rotation3)  # rotation3 @ (0, 1, 0)
+    last = tuple(row[1] for row in rotation3[:3])  # rotation3 @ (0, 1, 0)
     axis = _float_unit(wrist)
     bend = reject(elbow, axis)
     if math.sqrt(dot(bend, bend)) > 1e-6 * lengths[0]:
         normal = _float_unit(cross(axis, bend))
     else:  # a straight chain bends about its first bone's X axis, as Blender's own IK does
-        normal = _float_unit(reject((1.0, 0.0, 0.0), axis), _float_perpendicular(axis))
+        normal, _ = normalize_or(_ops.FLOAT, reject((1.0, 0.0, 0.0), axis),
+                                 lambda: any_perpendicular(_ops.FLOAT, axis), 1.0, 1e-12)
     rest_toward = dot(bend, reject(last, axis)) >= 0.0
     rest_normals = [normal, _column_times(rotation2, normal), _column_times(rotation3, normal)]
-    rest_frames = [_float_frame(link, rest_normal) for link, rest_normal in zip(links, rest_normals)]
+    # Each bone's rest frame [direction, normal made ⟂ to it, their cross product], as rows.
+    rest_frames = [[list(row) for row in zip(*_frame(_ops.FLOAT, _float_unit(link), rest_normal))]
+                   for link, rest_normal in zip(links, rest_normals)]
     floats = ChainFloats(lengths, sum(lengths), tuple(normal), rest_frames,
                          tuple(tuple((offset[0][j], offset[1][j], offset[2][j]) for j in range(3)) for offset in offsets))
     return Chain(armature, names, np.array(offsets), np.array(links), np.array(rest_normals), rest_toward,
@@ -446,23 +448,10 @@ def _column_times(rows, v):
     return tuple(rows[0][j] * v[0] + rows[1][j] * v[1] + rows[2][j] * v[2] for j in range(3))
 
 
-def _float_unit(v, fallback=None):
+def _float_unit(v):
     """:func:`_unit` of one vector, on floats."""
     length = math.sqrt(dot(v, v))
-    return scale(v, 1.0 / length) if length > 1e-12 else v if fallback is None else fallback
-
-
-def _float_perpendicular(v):
-    """:func:`_perpendicular` of one unit vector, on floats."""
-    return _float_unit(cross(v, (0.0, 1.0, 0.0) if abs(v[0]) > 0.9 else (1.0, 0.0, 0.0)))
-
-
-def _float_frame(direction, normal):
-    """:func:`frames` of one link, on floats, as rows."""
-    direction = _float_unit(direction)
-    normal = _float_unit(reject(normal, direction), _float_perpendicular(direction))
-    third = cross(direction, normal)
-    return [[direction[i], normal[i], third[i]] for i in range(3)]
+    return scale(v, 1.0 / length) if length > 1e-12 else v
 
 
 def goal_matrix(armature, obj, bone_name, role, read=True):
