@@ -204,6 +204,21 @@ def _read_keys(keyframe_points, attributes):
     return keys
 
 
+# The interpolation FCurve.convert_to_keyframes gives the keys it makes.
+_CONVERTED_INTERPOLATION = _enum_value("interpolation", "LINEAR")
+
+
+def _through_samples(frames):
+    """Whether new keys at ``frames`` (sorted float64) can be made through samples: written as samples, whose co
+    takes one raw copy (a key's co is not contiguous in memory: RNA sets it key by key, ten times slower), then
+    turned into keys by ``convert_to_keyframes``, which computes their automatic handles as handles_recalc does.
+    Measured on 4.2 to 5.2: the same keys, bit for bit, in about four fifths of the time (test_keys.py holds it).
+    It takes a key per sample in order, so the frames must be whole (a sample's frame is a float like a key's,
+    but the conversion starts from a whole frame) and fit in the frames samples can have."""
+    return (frames[0] >= SAMPLE_FRAMES[0] and frames[0] + len(frames) <= SAMPLE_FRAMES[1]
+            and bool((frames == np.floor(frames)).all()))
+
+
 def _write_channel(fcurve, frames, co, new_keys, replace):
     """Replace the keys of ``fcurve`` inside ``replace`` (first, last frame) by the new ones, keep the rest.
     ``co``: the new keys' (F, 2) float32 co; ``new_keys``: the other attributes of new keys as :func:`write_keys`
@@ -219,11 +234,17 @@ def _write_channel(fcurve, frames, co, new_keys, replace):
         before = old_frames < replace[0]
         after = old_frames > replace[1]
         kept = int(before.sum()) + int(after.sum())
-    if not kept:
+    through_samples = not kept and new_keys["through_samples"]
+    if through_samples:
+        # Nothing to restore, and the fast way: see _through_samples. The keys come with their handles computed.
+        _set_samples(fcurve, co)
+        fcurve.convert_to_keyframes(int(co[0, 0]), int(co[0, 0]) + count)
+    elif not kept:
         # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
         keyframe_points.clear()
         keyframe_points.add(count)
         keyframe_points.foreach_set("co", co.ravel())
+    if not kept:
         for attribute, inserted in new_keys["added"].items():
             keyframe_points.foreach_set(attribute, inserted)
     else:
@@ -238,7 +259,8 @@ def _write_channel(fcurve, frames, co, new_keys, replace):
             keyframe_points.foreach_set(attribute, inserted.ravel())
     # Recalculates the automatic handles of the new keys (already sorted). Not fcurve.update(): it also
     # merges keys closer than 0.01 frames, deleting a kept key next to the range.
-    keyframe_points.handles_recalc()
+    if not through_samples:
+        keyframe_points.handles_recalc()
     if kept:
         # The recalculation moves the automatic handles of the kept keys next to the range too, which would
         # change how the animation outside the range plays: those keys get their own handles back.
@@ -292,10 +314,11 @@ def write_keys(obj, channels, frames, values, interpolation="LINEAR", replace=No
     count = len(frames)
     # Made once for every channel: the new keys' attributes, and co, whose frame column is the same on all.
     values_of_new = dict(_NEW_KEY_DEFAULTS, interpolation=interpolation_value)
+    through_samples = _through_samples(frames)
+    given = _CONVERTED_INTERPOLATION if through_samples else _ADDED_INTERPOLATION
     added = {name: np.full(count, values_of_new[name], dtype=KEY_ATTRIBUTES[name][1])
-             for name in _SET_ON_NEW_KEYS if name != "co"
-             and (name != "interpolation" or interpolation_value != _ADDED_INTERPOLATION)}
-    new_keys = {"values": values_of_new, "added": added}
+             for name in _SET_ON_NEW_KEYS if name != "co" and (name != "interpolation" or interpolation_value != given)}
+    new_keys = {"values": values_of_new, "added": added, "through_samples": through_samples}
     co = np.empty((count, 2), dtype=np.float32)
     co[:, 0] = frames
     for column, fcurve in _channel_fcurves(channels, existing, new_fcurve):
@@ -550,9 +573,9 @@ def restore_channels(obj, snapshot):
         obj.animation_data_clear()
 
 
-# Sampled F-curves, the bake's Samples output (appended; nothing above depends on them). A sample (FPoint) holds a
-# frame and a value, 16 bytes against a key's 72, one per integer frame, played linearly between frames: what LINEAR
-# keys on every frame play. Measured on 4.2 to 5.2: FCurve.convert_to_samples(start, end) replaces the whole F-curve
+# Sampled F-curves, the bake's Samples output (appended; write_keys makes its keys through them). A sample (FPoint)
+# holds a frame and a value, 16 bytes against a key's 72, one per integer frame, played linearly between frames: what
+# LINEAR keys on every frame play. Measured on 4.2 to 5.2: FCurve.convert_to_samples(start, end) replaces the whole F-curve
 # by samples at start, start + 1, ..., end - 1 (end excluded), and convert_to_keyframes(start, end) frees all the
 # samples whatever the range. A sampled F-curve takes no keys: keyframe_points.add on one corrupts it (keys and
 # samples share one point count), which is why Blender's keyframe_insert refuses it.
