@@ -907,41 +907,13 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
     if "normal" in extra:
         extra["normal"] = np.stack(np.broadcast_arrays(*extra["normal"]), -1)
 
-    def solve(fallback, rows=slice(None)):
-        """The samples ``rows`` (all by default), with ``fallback`` given for those rows (or shared): each sample's
-        solve is its own, so they come out as in the whole batch. Inputs given per sample ((N, 3) vectors, (N,)
-        bend sides) are taken at those rows, those shared by every sample ((3,) vectors, one bend side) as they
-        are."""
-        def pick(value, sample_ndim=2):
-            return value[rows] if np.ndim(value) == sample_ndim else value
-
-        try:
-            return solve_three_link(pick(np.stack(np.broadcast_arrays(*origin), -1)), lengths[rows],
-                                    np.stack([component[rows] for component in end], -1),
-                                    np.stack([component[rows] for component in up], -1), plane=plane,
-                                    pole=None if pole is None else pick(pole), bend_toward=pick(toward, 1),
-                                    fallback_normal=fallback,
-                                    **{name: pick(value) if name == "normal" else value
-                                       for name, value in extra.items()})
-        except SolverInputError as error:
-            raise ChainError(str(error)) from None
-
-    solution = solve(fallback)
-    if carry_plane and solution.degenerate.any() and not solution.degenerate.all():
-        # Undefined planes keep the last defined one before them (the rest pose's before the first). Only those
-        # samples are solved again: a sample's solve reads the fallback only where its plane is undefined.
-        index = np.where(~solution.degenerate, np.arange(count), -1)
-        rows = np.flatnonzero(solution.degenerate)
-        index = np.maximum.accumulate(index)[rows]
-        carried = np.where((index >= 0)[:, None], solution.normal[np.maximum(index, 0)],
-                           fallback[rows] if np.ndim(fallback) == 2 else fallback)
-        again = None
-        if len(rows) <= FEW_SAMPLES:  # a few frames (a long bake's usual case): each on floats
-            again = _solve_few(chain, base[rows], target[rows], spec, pole[rows] if np.ndim(pole) == 2 else pole,
-                               carried, carry_plane=False)
-            again = None if again is None else again.solution
-        for field, value in zip(solution, solve(carried, rows) if again is None else again):
-            field[rows] = value
+    try:
+        # With carry_plane, an undefined plane keeps the last defined one before it (the fallback's before the first).
+        solution = solve_three_link(np.stack(np.broadcast_arrays(*origin), -1), lengths, np.stack(end, -1),
+                                    np.stack(up, -1), plane=plane, pole=pole, bend_toward=toward,
+                                    fallback_normal=fallback, carry_plane=carry_plane, **extra)
+    except SolverInputError as error:
+        raise ChainError(str(error)) from None
 
     normal = _vectors(solution.normal, False)
     directions = [_vectors(solution.directions[:, link], False) for link in range(3)]

@@ -325,3 +325,43 @@ def test_near_singular_planes_count_as_undefined_within_the_tolerance(problem, m
         np.testing.assert_allclose(getattr(strict, name), getattr(loose, name), atol=1e-9, err_msg=name)
     for solution in (loose, strict):
         check_chain(solution, base, lengths, target, up)
+
+
+@pytest.mark.parametrize("chunk", [8192, 5], ids=["one chunk", "chunks of 5"])
+@pytest.mark.parametrize("mode", MODES)
+def test_carried_planes_equal_solving_again_with_the_last_defined_normal(problem, mode, chunk, monkeypatch):
+    """carry_plane keeps, where a plane is undefined, the last defined one before it (the fallback before the
+    first), in the one pass: bit for bit what solving those samples again with that normal as their fallback
+    gives. Undefined runs at the start, in the middle, across chunk boundaries and at the end; some with the wrist
+    on the base, which then lies in the kept plane."""
+    from blender_ik_addon.solver import three_link
+    monkeypatch.setattr(three_link, "_CHUNK", chunk)
+    base, lengths, target, up = (a[:40].copy() for a in problem)
+    kwargs, _ = plane_case(mode, base, up)
+    undefined = [0, 1, 7, 8, 9, 10, 11, 23, 38, 39]
+    on_base = [1, 9, 39]
+    wrist = target - unit(up) * lengths[:, 2:3]
+    for i in undefined:
+        if i in on_base:  # the target one l3 along û from the base
+            target[i] = base[i] + unit(up[i]) * lengths[i, 2]
+        elif mode == "TARGET":
+            up[i] = target[i] - base[i]
+        elif mode == "POLE":
+            kwargs["pole"][i] = base[i] + 2.0 * (wrist[i] - base[i])
+        else:
+            kwargs["normal"][i] = base[i] - wrist[i]
+    fallback = np.random.default_rng(3).normal(size=(40, 3))
+    carried = solve_three_link(base, lengths, target, up, fallback_normal=fallback, carry_plane=True, **kwargs)
+    assert np.flatnonzero(carried.degenerate).tolist() == undefined
+
+    first = solve_three_link(base, lengths, target, up, fallback_normal=fallback, **kwargs)
+    last_defined = np.maximum.accumulate(np.where(first.degenerate, -1, np.arange(40)))
+    kept = np.where((last_defined >= 0)[:, None], first.normal[np.maximum(last_defined, 0)], fallback)
+    again = solve_three_link(base, lengths, target, up, fallback_normal=kept, **kwargs)
+    expected = [np.where(first.degenerate.reshape((-1,) + (1,) * (np.ndim(a) - 1)), b, a)
+                for a, b in zip(first, again)]
+    for name, a, b in zip(carried._fields, carried, expected):
+        assert np.array_equal(a, b), name
+    with pytest.raises(SolverInputError, match="carry_plane needs a sequence"):
+        solve_three_link(base[:4].reshape(2, 2, 3), lengths[0], target[:4].reshape(2, 2, 3), up[:4].reshape(2, 2, 3),
+                         carry_plane=True)

@@ -67,14 +67,16 @@ class ThreeLinkSolution(NamedTuple):
 
 
 def _core(ops, base, l1, l2, l3, target, up, plane, reference, reference_length, sign, fallback,
-          plane_tolerance=_PLANE_TOLERANCE):
+          plane_tolerance=_PLANE_TOLERANCE, carry=None):
     """The solve, on component tuples (see _ops). ``sign`` is +1 toward the reference, -1 away.
 
     ``reference`` (of length ``reference_length``; ``up`` itself for ``'TARGET'``) is a vector whose
     part perpendicular to ``a`` gives the side ``b``, or for ``'NORMAL'`` a carried normal ``N``: then
     ``b ∥ N × a`` (that is ``reject(N, a) × a``), so ``n = a × b`` is ``N`` made perpendicular to ``a``.
     Either way the plane is undefined where the reference is within ``plane_tolerance`` (a sine) of the
-    line. ``up`` is unit; ``fallback`` is non-zero, normalised only if some sample needs it.
+    line. ``up`` is unit; ``fallback`` is non-zero, normalised only if some sample needs it. ``carry``
+    (a batch that is a sequence; see :func:`_carrier`) turns the fallback of each sample whose plane is undefined
+    into the normal of the last sample before it whose plane is defined.
 
     In a batch every arithmetic operation here is one numpy pass over a chunk, so the formulas are the
     closed forms with the fewest operations (see the comments); both backends run them.
@@ -111,9 +113,14 @@ def _core(ops, base, l1, l2, l3, target, up, plane, reference, reference_length,
             up_in_plane = reference_along, sign * side_length
     else:
         in_plane = scale(side, sign / ops.where(has_plane, side_length, 1.0))
+        defined_normal = cross(axis, in_plane)
+        if carry is not None:
+            fallback = carry(has_plane, defined_normal, fallback)
+            if not ops.all_true(has_axis):  # a wrist on the base lies in the plane it keeps
+                axis, _ = normalize_or(ops, base_to_wrist, in_fallback_plane, size, _AXIS_TOLERANCE, distance)
         fallback_normal, _ = normalize_or(ops, reject(unit_fallback(), axis),
                                           lambda: _ops.any_perpendicular(ops, axis))
-        normal = _ops.select(ops, has_plane, cross(axis, in_plane), fallback_normal)
+        normal = _ops.select(ops, has_plane, defined_normal, fallback_normal)
         in_plane = _ops.select(ops, has_plane, in_plane, cross(normal, axis))
 
     # Seed 001 with the target on +a and the middle joint on +b.
@@ -171,7 +178,7 @@ def _check(lengths_finite, lengths_min, points_finite, up_length, fallback_lengt
 
 
 def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, normal=None, bend_toward=True,
-                     fallback_normal=(1.0, 0.0, 0.0), singular_tolerance=0.0):
+                     fallback_normal=(1.0, 0.0, 0.0), singular_tolerance=0.0, carry_plane=False):
     """Solve a three-link chain so its tip reaches ``target`` and its last link points along ``up``.
 
     ``base``, ``target``, ``up``, ``pole``, ``normal`` and ``fallback_normal`` are points/vectors of
@@ -182,6 +189,10 @@ def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, no
     ``singular_tolerance`` (radians): a plane reference within this angle of the base→wrist line counts
     as undefined, so ``fallback_normal`` is used and ``degenerate`` set (see the module's docstring).
     Everything broadcasts over the leading dimensions. ``up`` need not be unit length, nor ``normal``.
+    ``carry_plane``: the samples are a sequence (one leading dimension, frames in order): a sample whose plane is
+    undefined keeps the plane of the last sample before it whose plane is defined (its ``normal``, taken as the
+    fallback), and the samples before the first defined one take ``fallback_normal``; the same, bit for bit, as
+    solving those samples again with that normal as their fallback.
     Raises :class:`SolverInputError` on invalid input.
     """
     tolerance = _plane_tolerance(singular_tolerance)
@@ -198,7 +209,9 @@ def solve_three_link(base, lengths, target, up, *, plane="TARGET", pole=None, no
                               bool(bend), tolerance)
         return ThreeLinkSolution(*(np.array(field) if isinstance(field, tuple) else np.float64(field)
                                    if isinstance(field, float) else np.bool_(field) for field in solution))
-    return _solve_batch(plane, lengths, points, bend, batch, tolerance)
+    if carry_plane and len(batch) != 1:
+        raise SolverInputError(f"carry_plane needs a sequence of samples (shape (N, 3)); got batch shape {batch}")
+    return _solve_batch(plane, lengths, points, bend, batch, tolerance, carry_plane)
 
 
 def solve_one(base, lengths, target, up, *, plane="TARGET", pole=None, normal=None, bend_toward=True,
@@ -261,7 +274,26 @@ def _solve_one(plane, l1, l2, l3, vectors, bend, tolerance):
     return ThreeLinkSolution(links, joints, normal, bool(reachable), float(miss), bool(degenerate), *angles)
 
 
-def _solve_batch(plane, lengths, points, bend, batch, tolerance):
+def _carrier():
+    """``_core``'s ``carry`` for the chunks of one sequence, in order: a sample whose plane is undefined takes the
+    normal of the last sample before it, in this chunk or an earlier one, whose plane is defined, as its fallback."""
+    last = [None]  # the last defined normal of the chunks so far, as 3 floats
+
+    def carry(has_plane, normals, fallback):
+        count = len(has_plane)
+        index = np.maximum.accumulate(np.where(has_plane, np.arange(count), -1))
+        before = index < 0  # no defined plane yet in this chunk: an earlier chunk's, else the sample's own fallback
+        taken = np.maximum(index, 0)
+        carried = tuple(np.where(before, component if last[0] is None else last[0][axis], normal[taken])
+                        for axis, (component, normal) in enumerate(zip(fallback, normals)))
+        if index[-1] >= 0:
+            last[0] = tuple(float(normal[index[-1]]) for normal in normals)
+        return carried
+
+    return carry
+
+
+def _solve_batch(plane, lengths, points, bend, batch, tolerance, carry_plane=False):
     """A batch, in chunks that stay in the CPU cache: each chunk's inputs are copied into contiguous
     component rows, solved, and written straight into the outputs (whole-batch temporaries would each
     be a fresh, page-faulting allocation, and whole-batch transposes memory-bound copies)."""
@@ -285,6 +317,7 @@ def _solve_batch(plane, lengths, points, bend, batch, tolerance):
     reachable = np.empty(count, dtype=bool)
     degenerate = np.empty(count, dtype=bool)
     scalars = np.empty((7, count))  # miss and the six angles
+    carry = _carrier() if carry_plane else None
     for start in range(0, count, _CHUNK):
         part = slice(start, min(start + _CHUNK, count))
         rows = {name: tuple(np.ascontiguousarray(flat[name][part].T)) for name in flat}
@@ -296,7 +329,7 @@ def _solve_batch(plane, lengths, points, bend, batch, tolerance):
         reference, reference_length = _reference(_ops.NUMPY, plane, rows, base, up)
         links, chain_joints, normal, reachable[part], miss, degenerate[part], angles = _core(
             _ops.NUMPY, base, *rows["lengths"], rows["target"], up, plane, reference, reference_length,
-            sign if isinstance(sign, float) else sign[part], tuple(fallback[part].T), tolerance)
+            sign if isinstance(sign, float) else sign[part], tuple(fallback[part].T), tolerance, carry)
         for axis in range(3):
             for index, vector in enumerate(links):
                 directions[part, index, axis] = vector[axis]
