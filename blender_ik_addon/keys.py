@@ -76,7 +76,11 @@ def ensure_action(obj, name=None):
     On 4.4+ also make sure a slot is assigned: without one the action animates nothing. A new slot
     is created for the object rather than reusing an unassigned one, which may belong to another ID.
     """
-    anim_data = obj.animation_data_create()
+    # animation_data_create() makes Blender rebuild the scene's dependency relations at the next update even when
+    # the animation data exists (measured: 16 ms on a generated Rigify human, against 3 ms for the update itself).
+    anim_data = obj.animation_data
+    if anim_data is None:
+        anim_data = obj.animation_data_create()
     action = anim_data.action
     if action is None:
         action = bpy.data.actions.new(name or f"{obj.name}Action")
