@@ -265,6 +265,12 @@ def _write_channel(fcurve, frames, co, new_keys, replace):
     # merges keys closer than 0.01 frames, deleting a kept key next to the range.
     if not through_samples:
         keyframe_points.handles_recalc()
+    if kept + count == 1:
+        # A lone key has no neighbours to compute handles from (Blender's recalculation leaves it alone): it gets
+        # what keyframe_insert gives one, a frame either side at its value (both ways above left them at 0, 0).
+        key = keyframe_points[0]
+        frame, value = key.co
+        key.handle_left, key.handle_right = (frame - 1.0, value), (frame + 1.0, value)
     if kept:
         # The recalculation moves the automatic handles of the kept keys next to the range too, which would
         # change how the animation outside the range plays: those keys get their own handles back.

@@ -320,24 +320,28 @@ def every_attribute(fcurve):
              for name in KEY_ATTRIBUTES for value in (getattr(key, name),)} for key in fcurve.keyframe_points]
 
 
-@pytest.mark.parametrize("whole", [True, False], ids=["whole frames", "a fractional frame"])
+@pytest.mark.parametrize("frames", ["whole", "fractional", "one"], ids=["whole frames", "a fractional frame", "one frame"])
 @pytest.mark.parametrize("kept", [False, True], ids=["alone", "between kept keys"])
 @pytest.mark.parametrize("interpolation", ["LINEAR", "BEZIER", "CONSTANT"])
-def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kept, whole):
+def test_bulk_keys_equal_keys_inserted_one_by_one(empty_file, interpolation, kept, frames):
     """write_keys gives every new key, its handles included, bit for bit what keyframe_insert gives (then the
     interpolation set on each new key, as a user would: keyframe_insert from Python ignores the preference for
     it); the old keys on both sides stay exactly as they were, handles included (keyframe_insert would move
     their automatic handles, and with them the animation outside the range). Whole frames with nothing kept take
-    the way through samples (keys._through_samples), the others keyframe_points.add: both give these keys."""
+    the way through samples (keys._through_samples), the others keyframe_points.add: both give these keys. A lone
+    key gets the handles keyframe_insert gives it (no neighbours to compute them from)."""
     rng = np.random.default_rng(5)
-    frames = np.array([3.0, 4.0, 5.0, 7.0, 8.0, 12.0, 13.0, 14.0, 20.0])
-    if not whole:
+    kind = frames
+    frames = np.array([7.0] if kind == "one" else [3.0, 4.0, 5.0, 7.0, 8.0, 12.0, 13.0, 14.0, 20.0])
+    if kind == "fractional":
         frames[4] = 8.5
-    assert keys._through_samples(frames) == whole
+    assert keys._through_samples(frames) == (kind != "fractional")
     values = rng.normal(size=(len(frames), 3))
-    values[3] = values[2]  # a flat stretch, where auto-clamped handles flatten
+    if len(frames) > 3:
+        values[3] = values[2]  # a flat stretch, where auto-clamped handles flatten
     old = [(-4.0, (0.5, -1.0, 2.0)), (1.0, (0.2, 0.3, -0.4)), (25.0, (-0.3, 0.8, 0.1)), (31.0, (1.0, 1.0, 1.0))]
-    inside = [(6.0, (9.0, 9.0, 9.0)), (20.0, (-9.0, 0.0, 9.0))]  # replaced by the bulk write
+    # Replaced by the bulk write: one between the new frames, one on the last.
+    inside = [(7.0, (9.0, 9.0, 9.0))] if kind == "one" else [(6.0, (9.0, 9.0, 9.0)), (20.0, (-9.0, 0.0, 9.0))]
     one_by_one, bulk = make_empty("OneByOne"), make_empty("Bulk")
     for obj, extra in ((one_by_one, []), (bulk, inside)):
         for frame, value in sorted((old if kept else []) + extra):
