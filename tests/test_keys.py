@@ -486,3 +486,64 @@ def test_samples_reach_blenders_last_frame(empty_file):
     np.testing.assert_allclose(evaluated(rig, QUAT, last, 4), values[-1], atol=1e-7)
     with pytest.raises(ValueError, match=rf"at most {keys.MAX_SAMPLES} fit in one F-curve"):
         keys.write_samples(make_rig("Other"), quaternion_channels(), -last, np.zeros((keys.MAX_SAMPLES + 1, 4)))
+
+
+def _linear(fcurve):
+    for key in fcurve.keyframe_points:
+        key.interpolation = "LINEAR"
+
+
+def _prior_animation(rig, prior):
+    """Give ``rig`` the animation state ``prior`` before the bake's keys (see the test below)."""
+    bone = rig.pose.bones["B"]
+    if prior in ("action on the object", "action cleared"):
+        for frame, x in ((1, 0.0), (10, 2.0)):
+            rig.location.x = x
+            rig.keyframe_insert("location", index=0, frame=frame)
+        _linear(keys.find_fcurve(rig, "location", 0))
+        if prior == "action cleared":
+            rig.animation_data.action = None
+    elif prior in ("action on the bone's location", "NLA only"):
+        for frame, y in ((1, 0.0), (10, 0.5)):
+            bone.location.y = y
+            bone.keyframe_insert("location", index=1, frame=frame)
+        _linear(keys.find_fcurve(rig, LOCATION, 1))
+        if prior == "NLA only":
+            anim_data = rig.animation_data
+            anim_data.nla_tracks.new().strips.new("Walk", 1, anim_data.action)
+            anim_data.action = None
+    elif prior == "animation data only":
+        rig.animation_data_create()
+    elif prior == "action without a slot":
+        rig.animation_data_create().action = bpy.data.actions.new("Bare")
+
+
+PRIOR_ANIMATION = ["none", "animation data only", "action on the object", "action on the bone's location",
+                   "action cleared", "NLA only"] + (["action without a slot"] if LAYERED else [])
+
+
+@pytest.mark.parametrize("prior", PRIOR_ANIMATION)
+def test_new_fcurves_in_existing_animation_data_play_back(empty_file, prior):
+    """Keys on a channel nothing animated before, written into the animation data an object already has, after the
+    scene was evaluated with it (ensure_action no longer calls animation_data_create(), whose side effect was a
+    rebuild of the dependency relations): played back, the bone turns by the keys, judged by the tail Blender
+    evaluates; the animation that was there still plays (the bone's location, the object's)."""
+    import mathutils
+    rig = make_rig()
+    _prior_animation(rig, prior)
+    scene = bpy.context.scene
+    for frame in (1, 4):  # the dependency relations are built for the animation before the keys
+        scene.frame_set(frame)
+    frames = np.arange(1.0, 11.0)
+    quaternions = random_quaternions(len(frames), seed=3)
+    keys.write_keys(rig, quaternion_channels(), frames, quaternions)
+
+    moved = prior in ("action on the bone's location", "NLA only")
+    for frame in (2, 5, 9):
+        scene.frame_set(frame)
+        bone = rig.pose.bones["B"]
+        head = mathutils.Vector((0.0, 0.5 * (frame - 1) / 9 if moved else 0.0, 0.0))
+        expected = head + mathutils.Quaternion(quaternions[frame - 1]) @ mathutils.Vector((0.0, 1.0, 0.0))
+        assert np.allclose(bone.tail, expected, atol=1e-5), (frame, tuple(bone.tail), tuple(expected))
+        if prior == "action on the object":
+            assert rig.matrix_world.translation.x == pytest.approx(2.0 * (frame - 1) / 9, abs=1e-6)

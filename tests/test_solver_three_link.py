@@ -327,19 +327,27 @@ def test_near_singular_planes_count_as_undefined_within_the_tolerance(problem, m
         check_chain(solution, base, lengths, target, up)
 
 
+# Undefined planes (and, among them, wrists on the base) in 40 samples. "after defined chunks": with chunks of 5,
+# undefined runs that start a chunk right after chunks whose planes are all defined (0-4, 25-29), and one that
+# fills a chunk (30-34) and is carried into the next.
+UNDEFINED_LAYOUTS = {"runs": ([0, 1, 7, 8, 9, 10, 11, 23, 38, 39], [1, 9, 39]),
+                     "after defined chunks": ([5, 6, 20, 30, 31, 32, 33, 34, 35, 39], [5, 30, 35])}
+
+
+@pytest.mark.parametrize("layout", UNDEFINED_LAYOUTS)
 @pytest.mark.parametrize("chunk", [8192, 5], ids=["one chunk", "chunks of 5"])
 @pytest.mark.parametrize("mode", MODES)
-def test_carried_planes_equal_solving_again_with_the_last_defined_normal(problem, mode, chunk, monkeypatch):
+def test_carried_planes_equal_solving_again_with_the_last_defined_normal(problem, mode, chunk, layout, monkeypatch):
     """carry_plane keeps, where a plane is undefined, the last defined one before it (the fallback before the
     first), in the one pass: bit for bit what solving those samples again with that normal as their fallback
-    gives. Undefined runs at the start, in the middle, across chunk boundaries and at the end; some with the wrist
-    on the base, which then lies in the kept plane."""
+    gives. Undefined runs at the start, in the middle, across chunk boundaries (after chunks with undefined
+    planes and after chunks without) and at the end; some with the wrist on the base, which then lies in the
+    kept plane."""
     from blender_ik_addon.solver import three_link
     monkeypatch.setattr(three_link, "_CHUNK", chunk)
     base, lengths, target, up = (a[:40].copy() for a in problem)
     kwargs, _ = plane_case(mode, base, up)
-    undefined = [0, 1, 7, 8, 9, 10, 11, 23, 38, 39]
-    on_base = [1, 9, 39]
+    undefined, on_base = UNDEFINED_LAYOUTS[layout]
     wrist = target - unit(up) * lengths[:, 2:3]
     for i in undefined:
         if i in on_base:  # the target one l3 along û from the base

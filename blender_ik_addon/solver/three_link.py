@@ -111,6 +111,8 @@ def _core(ops, base, l1, l2, l3, target, up, plane, reference, reference_length,
         normal = cross(axis, in_plane)
         if plane == "TARGET":  # û·a is at hand, and û·b = sign·|reject(û, a)|²/|reject(û, a)|
             up_in_plane = reference_along, sign * side_length
+        if carry is not None:  # the next chunk's undefined planes keep this chunk's last one
+            carry.note(normal)
     else:
         in_plane = scale(side, sign / ops.where(has_plane, side_length, 1.0))
         defined_normal = cross(axis, in_plane)
@@ -276,7 +278,9 @@ def _solve_one(plane, l1, l2, l3, vectors, bend, tolerance):
 
 def _carrier():
     """``_core``'s ``carry`` for the chunks of one sequence, in order: a sample whose plane is undefined takes the
-    normal of the last sample before it, in this chunk or an earlier one, whose plane is defined, as its fallback."""
+    normal of the last sample before it, in this chunk or an earlier one, whose plane is defined, as its fallback.
+    A chunk whose planes are all defined calls ``carry.note`` instead (it needs no fallback), or the chunk after it
+    would carry an older normal."""
     last = [None]  # the last defined normal of the chunks so far, as 3 floats
 
     def carry(has_plane, normals, fallback):
@@ -290,6 +294,11 @@ def _carrier():
             last[0] = tuple(float(normal[index[-1]]) for normal in normals)
         return carried
 
+    def note(normals):
+        """A chunk whose planes are all defined: its last normal is the one carried on."""
+        last[0] = tuple(float(normal[-1]) for normal in normals)
+
+    carry.note = note
     return carry
 
 
