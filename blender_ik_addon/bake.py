@@ -210,9 +210,12 @@ def _blocks(count):
     return [slice(start, min(start + BLOCK_FRAMES, count)) for start in range(0, count, BLOCK_FRAMES)]
 
 
-def _bake_level(scene, armature, level, frames, check_index, depth, progress, baked):
+def _bake_level(scene, armature, level, frames, check_index, depth, progress, baked, known_fcurves=None):
     """Sample, solve and convert one level of chains block by block. Returns the channels, their (F, channels)
-    float32 values, whether the sampling was direct, why not, and what the self-check needs.
+    float32 values, whether the sampling was direct, why not, and what the self-check needs. ``known_fcurves``:
+    the (data path, index) of the F-curves the armature had, when the bake removes no datablock of its own: then,
+    if the level's channels are all among them (no F-curve to create), the sampling makes no datablock either, and
+    the bake leaves Blender no dependency relations to rebuild.
 
     Each block continues the one before exactly as one whole-range pass would: each bone's last channel
     values are the next block's ``previous`` and each chain's last defined bend plane its
@@ -235,6 +238,7 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
             width += size
         layout.append(columns)
     values = np.empty((count, width), dtype=np.float32)
+    keep_data = known_fcurves is not None and all((path, index) in known_fcurves for path, index, _ in channels)
     fallback = [None] * len(level)
     unreachable = [[] for _ in level]
     degenerate = [[] for _ in level]
@@ -246,7 +250,7 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
         report = None if progress is None else (
             lambda done, _total, offset=block.start: progress(offset + done, count))
         with runtime.paused():
-            samples = sampling.sample(scene, armature, level, block_frames, report, moving)
+            samples = sampling.sample(scene, armature, level, block_frames, report, moving, keep_data)
         direct &= samples.direct
         reasons += [reason for reason in samples.reasons if reason not in reasons]
         for position, ((spec, chain), target, pole) in enumerate(zip(level, samples.targets, samples.poles)):
@@ -339,37 +343,43 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
     frames = np.arange(frame_start, frame_end + 1, step)
 
-    snapshot = keys.snapshot_channels(armature, paths)
-    bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
-    pose_before = [rotation_values(pose_bone) for pose_bone in bones]
-    written = False
-    baked, direct, reasons, checks = [], True, [], []
-    check_index = _check_frame(scene, frames)
-    try:
-        for depth, level in enumerate(levels):
-            channels, values, level_direct, level_reasons, level_checks = _bake_level(
-                scene, armature, level, frames, check_index, depth, progress, baked)
-            direct &= level_direct
-            reasons += [reason for reason in level_reasons if reason not in reasons]
-            checks += level_checks
-            written = True
-            if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
-                keys.write_samples(armature, channels, frame_start, values)
-            else:
-                keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
-                                replace=(frame_start, frame_end))
-            del values
-            _show_keys(armature)
-        _verify(scene, armature, checks, frames)
-    except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
-        if written:
-            keys.restore_channels(armature, snapshot)
-            for pose_bone, values in zip(bones, pose_before):
-                set_rotation(pose_bone, values)
-            _show_keys(armature)
-        raise
-    finally:
-        keys.discard_snapshot(snapshot)
+    # Removing a datablock makes Blender rebuild the scene's dependency relations at the next update: the
+    # throwaway action copies (the sampling's and the snapshot's) go after the last one, together.
+    with keys.removals_deferred() as remove_held:
+        snapshot = keys.snapshot_channels(armature, paths)
+        bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
+        pose_before = [rotation_values(pose_bone) for pose_bone in bones]
+        written = False
+        baked, direct, reasons, checks = [], True, [], []
+        check_index = _check_frame(scene, frames)
+        try:
+            for depth, level in enumerate(levels):
+                channels, values, level_direct, level_reasons, level_checks = _bake_level(
+                    scene, armature, level, frames, check_index, depth, progress, baked,
+                    snapshot["fcurves"] if snapshot["copy"] is None else None)
+                direct &= level_direct
+                reasons += [reason for reason in level_reasons if reason not in reasons]
+                checks += level_checks
+                written = True
+                if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
+                    keys.write_samples(armature, channels, frame_start, values)
+                else:
+                    keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
+                                    replace=(frame_start, frame_end))
+                del values
+                if any((path, index) not in snapshot["fcurves"] for path, index, _ in channels):
+                    remove_held()  # new F-curves: this update rebuilds the relations anyway
+                _show_keys(armature)
+            _verify(scene, armature, checks, frames)
+        except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
+            if written:
+                keys.restore_channels(armature, snapshot)
+                for pose_bone, values in zip(bones, pose_before):
+                    set_rotation(pose_bone, values)
+                _show_keys(armature)
+            raise
+        finally:
+            keys.discard_snapshot(snapshot)
 
     return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began, output=output)
 

@@ -48,7 +48,8 @@ def evaluate_many(fcurves, frames, dtype=np.float64):
 
     Equal bit for bit (as float32) to calling ``evaluate`` per frame: the same C code computes it, in
     float32, so a float32 ``dtype`` loses nothing and halves the memory of a long range.
-    Nothing of the F-curves changes; the throwaway data is gone from ``bpy.data`` afterwards.
+    Nothing of the F-curves changes; the throwaway data is gone from ``bpy.data`` afterwards (or at the end of an
+    active ``keys.removals_deferred()``).
     """
     fcurves = list(fcurves)
     frames = np.asarray(frames)
@@ -86,7 +87,7 @@ def evaluate_many(fcurves, frames, dtype=np.float64):
                 sampled = _samples(copied[position[fcurves[column].as_pointer()]], first, last)
                 values[:, column] = _evaluate_each(fcurves[column], frames) if sampled is None else sampled[offsets]
         finally:
-            bpy.data.actions.remove(copy)
+            keys.discard_copy(copy, held)
     if alone:
         with keys.scratch_fcurves() as scratch:
             for column in sorted(alone):

@@ -196,6 +196,55 @@ def scratch_fcurves():
         bpy.data.actions.remove(action)
 
 
+# Throwaway copies of actions (made in C by action.copy(), which only bpy.data can hold) are removed by discard_copy;
+# while removals_deferred() is active, they wait until it ends, up to this many bytes of keys and samples (a bake of
+# many blocks copies its targets' actions once a block; past this, each is removed at once, as without deferral).
+_DEFERRED_BYTES = 8 << 20
+
+
+class _Held:
+    """The copies one removals_deferred() holds, and their bytes (compared by identity, not contents)."""
+
+    def __init__(self):
+        self.copies, self.size = [], 0
+
+
+_deferred = []  # per active removals_deferred(), innermost last
+
+
+@contextlib.contextmanager
+def removals_deferred():
+    """Hold the throwaway action copies that :func:`discard_copy` is given until the block ends, then remove them;
+    yields ``flush()``, which removes them at once. Removing a datablock makes Blender rebuild the scene's dependency
+    relations at the next update (14 ms with a generated Rigify human in the scene): a caller that samples, then
+    updates the scene, then removes a copy of its own (the bake, whose snapshot outlives its last update) pays one
+    rebuild instead of two; when its update rebuilds them anyway (it created F-curves), it flushes before it."""
+    held = _Held()
+
+    def flush():
+        """Remove what is held now: for an update that rebuilds the relations anyway (new F-curves)."""
+        while held.copies:
+            bpy.data.actions.remove(held.copies.pop())
+        held.size = 0
+
+    _deferred.append(held)
+    try:
+        yield flush
+    finally:
+        _deferred.remove(held)
+        flush()
+
+
+def discard_copy(copy, size=0):
+    """Remove a throwaway copy of an action now, or at the end of the active :func:`removals_deferred` (``size``:
+    the bytes its keys and samples take, at most _DEFERRED_BYTES held in all)."""
+    if _deferred and _deferred[-1].size + size <= _DEFERRED_BYTES:
+        _deferred[-1].copies.append(copy)
+        _deferred[-1].size += size
+    else:
+        bpy.data.actions.remove(copy)
+
+
 def _read_keys(keyframe_points, attributes):
     """The given attributes of all keys, as numpy arrays keyed by attribute name (co as (n, 2))."""
     count = len(keyframe_points)
@@ -467,12 +516,15 @@ def snapshot_channels(obj, data_paths):
     # F-curves of those paths that hold nothing yet: a restore only empties them again.
     empty = {(fcurve.data_path, fcurve.array_index) for fcurve in baked
              if not len(fcurve.keyframe_points) and not len(fcurve.sampled_points)}
-    keyed = len(empty) < len(baked)
+    held = [fcurve for fcurve in baked if (fcurve.data_path, fcurve.array_index) not in empty]
+    points = sum(len(fcurve.keyframe_points) + len(fcurve.sampled_points) for fcurve in held)
+    # What the restore puts back, only when the paths hold keys or samples: up to _SNAPSHOT_READ_POINTS of them are
+    # read into arrays; more, and the whole action is copied in C (reading every attribute of every key would cost
+    # more than the bake), a datablock whose removal makes Blender rebuild the scene's dependency relations.
+    read = points <= _SNAPSHOT_READ_POINTS
     return {
-        # The keys themselves are kept as a copy of the whole action, made in C: reading every attribute of
-        # every key would cost more than the bake, and a restore, which needs them, is rare. Only when the
-        # paths have keys to put back: the copy of a character's whole action would cost more than the bake.
-        "copy": action.copy() if action is not None and keyed else None,
+        "copy": action.copy() if held and not read else None,
+        "saved": {(fcurve.data_path, fcurve.array_index): _saved_points(fcurve) for fcurve in held} if read else {},
         "empty": empty,
         "paths": paths,
         "had_animation_data": anim_data is not None,
@@ -503,11 +555,30 @@ def _remove_fcurve(obj, fcurve):
             return
 
 
+# A snapshot reads the keys (or samples) it keeps into arrays up to this many points; reading a key costs about
+# 0.12 µs (its frame, value and handles are not contiguous in memory: RNA copies them one by one), so this many take
+# about 2.5 ms, which a relations rebuild on a character's rig costs several times over (14 ms on a generated
+# Rigify human); beyond, a copy of the action made in C is kept instead.
+_SNAPSHOT_READ_POINTS = 20_000
+
+
+def _saved_points(fcurve):
+    """What a restore puts back on ``fcurve``: ("samples", co (n, 2), select) or ("keys", every attribute)."""
+    if has_samples(fcurve):
+        points = fcurve.sampled_points
+        co = np.empty(2 * len(points), dtype=np.float32)
+        points.foreach_get("co", co)
+        select = np.empty(len(points), dtype=bool)
+        points.foreach_get("select", select)
+        return "samples", co.reshape(-1, 2), select
+    return "keys", _read_keys(fcurve.keyframe_points, KEY_ATTRIBUTES)
+
+
 def _saved_fcurves(snapshot):
-    """The snapshot's copies of the F-curves of its paths, by (data path, index)."""
+    """What the snapshot keeps of the F-curves of its paths (see _saved_points), by (data path, index)."""
     copy = snapshot["copy"]
     if copy is None:
-        return {}
+        return snapshot["saved"]
     if _LAYERED:
         slot = snapshot["slot"]
         copied_slot = next((s for s in copy.slots if slot is not None and s.identifier == slot.identifier), None)
@@ -517,7 +588,7 @@ def _saved_fcurves(snapshot):
                    for bag in [strip.channelbag(copied_slot)] if bag is not None for fcurve in bag.fcurves]
     else:
         fcurves = list(copy.fcurves)
-    return {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in fcurves
+    return {(fcurve.data_path, fcurve.array_index): _saved_points(fcurve) for fcurve in fcurves
             if fcurve.data_path in snapshot["paths"]}
 
 
@@ -525,7 +596,7 @@ def discard_snapshot(snapshot):
     """Remove the snapshot's copy of the action (once the change it guards is kept, or undone)."""
     copy = snapshot.pop("copy", None)
     if copy is not None:
-        bpy.data.actions.remove(copy)
+        discard_copy(copy)  # the last thing a bake removes: held only to be removed with the rest
 
 
 def restore_channels(obj, snapshot):
@@ -542,12 +613,14 @@ def restore_channels(obj, snapshot):
             if has_samples(fcurve):  # a bake to samples gave it samples
                 _drop_samples(fcurve)
             fcurve.keyframe_points.clear()
-        elif key in saved_fcurves and has_samples(saved_fcurves[key]):
-            _restore_samples(fcurve, saved_fcurves[key])
+        elif key in saved_fcurves and saved_fcurves[key][0] == "samples":
+            _, co, select = saved_fcurves[key]
+            _set_samples(fcurve, co, select)
+            fcurve.id_data.update_tag()
         elif key in saved_fcurves:
             if has_samples(fcurve):  # a bake to samples replaced its keys
                 _drop_samples(fcurve)
-            saved = _read_keys(saved_fcurves[key].keyframe_points, KEY_ATTRIBUTES)
+            saved = saved_fcurves[key][1]
             keyframe_points = fcurve.keyframe_points
             keyframe_points.clear()
             keyframe_points.add(len(saved["co"]))
@@ -694,14 +767,3 @@ def write_samples(obj, channels, frame_start, values):
     # Samples set through foreach_set do not tag the action: without this the evaluated copy keeps the old ones
     # (4.2 even through frame_set).
     action.update_tag()
-
-
-def _restore_samples(fcurve, saved):
-    """Give ``fcurve`` the samples of ``saved`` (its copy in a snapshot), frames, values and selection as they were."""
-    points = saved.sampled_points
-    co = np.empty(2 * len(points), dtype=np.float32)
-    points.foreach_get("co", co)
-    select = np.empty(len(points), dtype=bool)
-    points.foreach_get("select", select)
-    _set_samples(fcurve, co.reshape(-1, 2), select)
-    fcurve.id_data.update_tag()

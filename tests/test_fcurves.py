@@ -237,6 +237,38 @@ def test_nothing_is_left_behind_when_sampling_fails(empty_file, monkeypatch, cop
     assert len(bpy.data.actions) == actions
 
 
+def test_throwaway_copies_wait_for_the_end_of_a_deferral(empty_file, copy_mode, monkeypatch):
+    """Inside keys.removals_deferred() the whole-action copies stay in bpy.data until the block ends (or flush() is
+    called), and past the byte budget go at once: removing a datablock makes Blender rebuild the scene's dependency
+    relations at the next update, so the bake removes them after its last one. Curve-by-curve copies live outside
+    bpy.data (temp_data) and never reach it."""
+    obj, curves = random_curves()
+    names = {action.name for action in bpy.data.actions}
+    frames = np.arange(-5, 70)
+    expected = fcurves.evaluate_many(curves, frames)
+    mode, _ = copy_mode
+    held = 1 if mode == "whole action" else 0
+
+    def throwaway():
+        return [action for action in bpy.data.actions if action.name not in names]
+
+    with keys.removals_deferred() as flush:
+        np.testing.assert_array_equal(fcurves.evaluate_many(curves, frames), expected)
+        assert len(throwaway()) == held and all(action.users == 0 for action in throwaway())
+        np.testing.assert_array_equal(fcurves.evaluate_many(curves, frames), expected)
+        assert len(throwaway()) == 2 * held
+        flush()
+        assert not throwaway()
+        fcurves.evaluate_many(curves, frames)
+        assert len(throwaway()) == held
+    assert not throwaway()
+    monkeypatch.setattr(keys, "_DEFERRED_BYTES", 0)  # over budget: removed at once
+    with keys.removals_deferred():
+        fcurves.evaluate_many(curves, frames)
+        assert not throwaway()
+    assert {action.name for action in bpy.data.actions} == names
+
+
 def test_nothing_to_evaluate(empty_file):
     obj, curves = random_curves()
     assert fcurves.evaluate_many(curves, np.arange(0)).shape == (0, len(curves))

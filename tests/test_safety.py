@@ -364,12 +364,16 @@ def ik_below_the_chain(obj, influence=1.0):
                                               ("other_channels", "KEYS"), ("empty_curves", "KEYS"),
                                               ("other_channels", "SAMPLES"), ("empty_curves", "SAMPLES")])
 @pytest.mark.parametrize("failure", ["self_check", "unexpected"])
+@pytest.mark.parametrize("kept", ["read", "copied"])
 def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, monkeypatch, existing, output, current,
-                                                                    failure):
+                                                                    failure, kept):
     """The self-check refuses a pose Blender does not show; that, or any error after the keys are written (here
-    the check itself failing), puts keys, pose, actions and slots back exactly."""
+    the check itself failing), puts keys, pose, actions and slots back exactly, whether the snapshot read the keys
+    (a few) or copied the action (many: here forced)."""
     bpy = blender
     from blender_ik_addon import bake, keys
+    if kept == "copied":
+        monkeypatch.setattr(keys, "_SNAPSHOT_READ_POINTS", 0)
     from blender_ik_addon.chain import ChainError
     from blender_ik_addon.ops import bake_armature
     obj, target = arm_with_target(bpy, **FOUR_BONES)
@@ -393,9 +397,10 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, mo
         def crash(*_args):
             raise RuntimeError("unexpected")
         monkeypatch.setattr(bake, "_verify", crash)
-    # The action is copied only when the chain's channels have keys (or samples) to put back.
+    # Something is kept only when the chain's channels have keys (or samples) to put back.
     snapshot = keys.snapshot_channels(obj, [f'pose.bones["{name}"].rotation_quaternion' for name in ("b1", "b2", "b3")])
-    assert (snapshot["copy"] is not None) == (existing in ("keys", "samples"))
+    held = existing in ("keys", "samples")
+    assert (snapshot["copy"] is not None, bool(snapshot["saved"])) == (held and kept == "copied", held and kept == "read")
     keys.discard_snapshot(snapshot)
     bpy.context.scene.frame_set(current)
     before, pose = all_keys(obj), pose_snapshot(obj)
