@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Bake speed on a real character's scene: where a bake's fixed costs are Blender's own.
+
+    python scripts/bench_character.py [--frames 100] [--repeat 3]
+
+The scene: Rigify's human metarig and the rig Rigify generates from it (about 700 bones, 500 constraints, 100
+drivers), built once and saved to a scratch file that every run opens afresh. The metarig's left arm
+(upper_arm.L > forearm.L > hand.L) follows an Empty keyed every 10 frames near the hand. Timed, alternating:
+
+  ours      the add-on's Bake operator, a first bake (it creates the F-curves) and a re-bake over its own keys
+  IK        an IK constraint on hand.L (chain of 3) baked by nla.bake with visual keying, as bench_bake.py does
+
+Blender rebuilds the scene's dependency relations at the next update whenever F-curves are created or a datablock
+is removed: a first bake (either way) creates its F-curves and pays one rebuild; a re-bake of this length creates
+and removes nothing (the add-on reads the old keys for its exact undo and evaluates the target frame by frame rather
+than sampling a throwaway copy of its action). Also printed: what an operator's undo step and one rebuild cost here
+alone. Prints the best of --repeat, never asserts.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _blender_script import leave, sandbox_user_files  # noqa: E402
+
+sandbox_user_files("blender_ik_bench_")  # before bpy is imported: Blender's user files stay out of home
+
+import bpy  # noqa: E402
+import addon_utils  # noqa: E402  (Blender's, importable once bpy is)
+import numpy as np  # noqa: E402
+
+import blender_ik_addon  # noqa: E402
+from blender_ik_addon import keys  # noqa: E402
+from scenes import add_empty  # noqa: E402  (scripts/scenes.py)
+
+TIP = "hand.L"
+KEY_EVERY = 10
+
+
+def build(path, frames):
+    """The metarig, its generated rig and the keyed target, saved to ``path``."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    # Rigify stays enabled for the whole run, as for a user of the generated rig: its handlers read its properties.
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.object.armature_human_metarig_add()
+    metarig = bpy.context.object
+    metarig.name = "metarig"
+    bpy.ops.pose.rigify_generate()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    generated = [obj for obj in bpy.data.objects if obj.type == "ARMATURE" and obj is not metarig][0]
+    stats = (len(generated.pose.bones), sum(len(bone.constraints) for bone in generated.pose.bones),
+             len(generated.animation_data.drivers) if generated.animation_data else 0)
+    target = add_empty("Target")
+    hand = np.array(metarig.matrix_world @ metarig.pose.bones[TIP].tail)
+    rng = np.random.default_rng(1)
+    for frame in range(1, frames + KEY_EVERY + 1, KEY_EVERY):
+        target.location = hand + rng.normal(0.0, 0.1, 3)
+        target.keyframe_insert("location", frame=frame)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.frame_set(1)
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    return stats
+
+
+def open_scene(path):
+    bpy.ops.wm.open_mainfile(filepath=path)
+    metarig = bpy.data.objects["metarig"]
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(False)
+    bpy.context.view_layer.objects.active = metarig
+    metarig.select_set(True)
+    return metarig, bpy.data.objects["Target"]
+
+
+def timed(call):
+    start = time.perf_counter()
+    result = call()
+    seconds = time.perf_counter() - start
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"{call} returned {result}")
+    return seconds
+
+
+def bake_ours(path, frames):
+    """A first bake and a re-bake with the add-on. Returns (first, again) seconds."""
+    metarig, target = open_scene(path)
+    blender_ik_addon.register()
+    try:
+        settings = metarig.blender_ik.chains.add()
+        settings.name = settings.tip_bone = TIP
+        settings.target = target
+        settings.up_axis = "Y"
+        first = timed(lambda: bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL"))
+        again = timed(lambda: bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL"))
+    finally:
+        blender_ik_addon.unregister()
+    return first, again
+
+
+def bake_native(path, frames):
+    """nla.bake of an IK constraint, first and again. Returns (first, again) seconds."""
+    metarig, target = open_scene(path)
+    constraint = metarig.pose.bones[TIP].constraints.new("IK")
+    constraint.target, constraint.chain_count = target, 3
+    bpy.ops.object.mode_set(mode="POSE")
+    chain = {TIP, metarig.pose.bones[TIP].parent.name, metarig.pose.bones[TIP].parent.parent.name}
+    for pose_bone in metarig.pose.bones:
+        keys.set_pose_bone_selected(pose_bone, pose_bone.name in chain)
+
+    def bake():
+        return bpy.ops.nla.bake(frame_start=1, frame_end=frames, step=1, only_selected=True, visual_keying=True,
+                                clear_constraints=False, bake_types={"POSE"})
+    return timed(bake), timed(bake)
+
+
+class BENCH_OT_nothing(bpy.types.Operator):
+    """An operator that does nothing, with an undo step: what Blender charges any operator here."""
+
+    bl_idname = "bench.nothing"
+    bl_label = "Nothing"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        return {"FINISHED"}
+
+
+def blender_costs(path):
+    """(undo step, relations rebuild) seconds: an operator that does nothing, and the update after an action is
+    removed less the update after nothing."""
+    metarig, _ = open_scene(path)
+    undo = timed(bpy.ops.bench.nothing)
+    layer = bpy.context.view_layer
+
+    def update_after(change):
+        change()
+        metarig.update_tag(refresh={"TIME"})
+        start = time.perf_counter()
+        layer.update()
+        return time.perf_counter() - start
+
+    plain = min(update_after(lambda: None) for _ in range(3))
+    rebuilt = min(update_after(lambda: bpy.data.actions.remove(bpy.data.actions.new("scratch"))) for _ in range(3))
+    return undo, rebuilt - plain
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=100, help="frames to bake (100)")
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs each way (3)")
+    args = parser.parse_args()
+    if args.frames < 2 or args.repeat < 1:
+        parser.error("need at least 2 frames and 1 repeat")
+    folder = tempfile.mkdtemp(prefix="blender_ik_bench_character_")
+    try:
+        run(os.path.join(folder, "character.blend"), args)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(scratch, args):
+    stats = build(scratch, args.frames)
+    bpy.utils.register_class(BENCH_OT_nothing)
+    print(f"bpy {bpy.app.version_string}; generated rig: {stats[0]} bones, {stats[1]} constraints, {stats[2]} "
+          f"drivers; {args.frames} frames of the metarig's arm; best of {args.repeat}")
+    best = {}
+    for _ in range(args.repeat):
+        for name, bake in (("ours", bake_ours), ("IK", bake_native)):
+            first, again = bake(scratch, args.frames)
+            previous = best.get(name, (first, again))
+            best[name] = (min(previous[0], first), min(previous[1], again))
+        costs = blender_costs(scratch)
+        best["costs"] = tuple(min(a, b) for a, b in zip(best.get("costs", costs), costs))
+    (ours_first, ours_again), (ik_first, ik_again) = best["ours"], best["IK"]
+    undo, rebuild = best["costs"]
+    print(f"{'bake':8s} {'first ms':>9s} {'again ms':>9s}")
+    print(f"{'IK':8s} {ik_first * 1e3:9.1f} {ik_again * 1e3:9.1f}")
+    print(f"{'ours':8s} {ours_first * 1e3:9.1f} {ours_again * 1e3:9.1f}")
+    print(f"ratio vs IK: first {ik_first / ours_first:.1f}x, again {ik_again / ours_again:.1f}x")
+    print(f"Blender's own costs here: an operator's undo step {undo * 1e3:.1f} ms; a relations rebuild "
+          f"{rebuild * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
+    leave(0)
