@@ -216,3 +216,24 @@ def test_a_failing_chain_below_another_leaves_everything_as_it_was(blender, monk
     assert len(calls) == 2
     assert all_keys(obj) == before and pose_snapshot(obj) == pose
     assert {action.name for action in bpy.data.actions} == actions
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_the_action_a_first_bake_creates_is_named_as_blender_names_it(blender, output):
+    """The armature's new action gets the name Blender gives it when nothing else is around ('ArmAction.001' when
+    the target already plays an action named 'ArmAction'), not the next one: the throwaway copy of the target's
+    action ('ArmAction.001') was still in bpy.data, waiting for the end of the bake, when the action was made."""
+    bpy = blender
+    from blender_ik_addon.ops import bake_armature
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1))
+    for frame, x in ((1, 0.9), (50, 0.6), (120, 0.8)):
+        target.location.x = x
+        target.keyframe_insert("location", frame=frame)
+    target.animation_data.action.name = "ArmAction"
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bake_armature(bpy.context.scene, obj, "ALL", 1, 100, output=output)  # 100 frames: the target's action is copied
+    assert obj.animation_data.action.name == "ArmAction.001"
+    assert sorted(action.name for action in bpy.data.actions) == ["ArmAction", "ArmAction.001"]
