@@ -361,14 +361,17 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                 reasons += [reason for reason in level_reasons if reason not in reasons]
                 checks += level_checks
                 written = True
+                if any((path, index) not in snapshot["fcurves"] for path, index, _ in channels):
+                    # New F-curves: the next update rebuilds the relations anyway. Before the keys, so an action
+                    # the bake creates is named as if no copy had been made (a copy of a target's action named like
+                    # it would take its name).
+                    remove_held()
                 if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
                     keys.write_samples(armature, channels, frame_start, values)
                 else:
                     keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
                                     replace=(frame_start, frame_end))
                 del values
-                if any((path, index) not in snapshot["fcurves"] for path, index, _ in channels):
-                    remove_held()  # new F-curves: this update rebuilds the relations anyway
                 _show_keys(armature)
             _verify(scene, armature, checks, frames)
         except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
