@@ -343,13 +343,13 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
     frames = np.arange(frame_start, frame_end + 1, step)
 
-    # Removing a datablock makes Blender rebuild the scene's dependency relations at the next update: the
-    # throwaway action copies (the sampling's and the snapshot's) go after the last one, together.
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     pose_before = [rotation_values(pose_bone) for pose_bone in bones]
     written = False
     baked, direct, reasons, checks = [], True, [], []
     check_index = _check_frame(scene, frames)
+    # Removing a datablock makes Blender rebuild the scene's dependency relations at the next update: the
+    # throwaway action copies (the sampling's and the snapshot's) go after the last one, together.
     with keys.removals_deferred() as remove_held:
         snapshot = keys.snapshot_channels(armature, paths)  # its copy, if any, is discarded below whatever happens
         try:

@@ -288,16 +288,15 @@ def _write_channel(fcurve, frames, co, new_keys, replace):
         after = old_frames > replace[1]
         kept = int(before.sum()) + int(after.sum())
     through_samples = not kept and new_keys["through_samples"]
-    if through_samples:
-        # Nothing to restore, and the fast way: see _through_samples. The keys come with their handles computed.
-        _set_samples(fcurve, co)
-        fcurve.convert_to_keyframes(int(co[0, 0]), int(co[0, 0]) + count)
-    elif not kept:
-        # Nothing to restore: keyframe_points.add() already gives new keys the right values for the rest.
-        keyframe_points.clear()
-        keyframe_points.add(count)
-        keyframe_points.foreach_set("co", co.ravel())
     if not kept:
+        # Nothing to restore: the keys made either way already have the right values for the rest.
+        if through_samples:  # the fast way (see _through_samples): the keys come with their handles computed
+            _set_samples(fcurve, co)
+            fcurve.convert_to_keyframes(int(co[0, 0]), int(co[0, 0]) + count)
+        else:
+            keyframe_points.clear()
+            keyframe_points.add(count)
+            keyframe_points.foreach_set("co", co.ravel())
         for attribute, inserted in new_keys["added"].items():
             keyframe_points.foreach_set(attribute, inserted)
     else:
