@@ -600,9 +600,17 @@ def goal_matrices(chain, spec):
 def base_rows(chain):
     """``A₁``: the first bone's frame before its own rotation and scale, from the current pose (4×4 rows).
 
-    ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts), so
-    its 3×3 part is ``M₁``'s times ``(R₁S₁)⁻¹`` and its translation is ``M₁``'s."""
+    ``M₁ = A₁ · R₁ · S₁``; ``A₁`` keeps the bone's pose location (a connected bone has none that counts). Blender
+    gives it as the pose-space matrix of a basis that is that location alone: it depends on the parent's pose and
+    the rest geometry, not on the bone's own rotation, so it stays the same to the bit while the parent does (a
+    live chain's solve keeps the rotation it derives from it, :func:`solve_one`). Inherit Scale "Aligned" applies
+    the parent's scale after the bone's own transform, so there it is ``M₁`` times ``(R₁S₁)⁻¹``."""
     pose_bone = chain.armature.pose.bones[chain.names[0]]
+    bone = pose_bone.bone
+    if bone.inherit_scale != "ALIGNED":
+        basis = Matrix.Translation(_ORIGIN if bone.use_connect else pose_bone.location)
+        return [row[:] for row in chain.armature.convert_space(pose_bone=pose_bone, matrix=basis, from_space="LOCAL",
+                                                                to_space="POSE")]
     (a, b, c, _), (d, e, f, _), (g, h, i, _) = pose_bone.matrix_basis[:3]
     # (R₁S₁)⁻¹ by cofactors, its rows as columns (p, q, r).
     p, q, r = (e * i - f * h, f * g - d * i, d * h - e * g), (c * h - b * i, a * i - c * g, b * g - a * h), \
@@ -611,6 +619,9 @@ def base_rows(chain):
     rows = [[(u * p[0] + v * p[1] + w * p[2]) * inverse_det, (u * q[0] + v * q[1] + w * q[2]) * inverse_det,
              (u * r[0] + v * r[1] + w * r[2]) * inverse_det, x] for u, v, w, x in pose_bone.matrix[:3]]
     return rows + [[0.0, 0.0, 0.0, 1.0]]
+
+
+_ORIGIN = (0.0, 0.0, 0.0)
 
 
 def base_matrix(chain):

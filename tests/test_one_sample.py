@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from rigs import add_empty, chain_length_world, random_rig, reachable_target
+from rigs import add_empty, build_arm, chain_length_world, random_rig, reachable_target
 
 SAMPLES = 6
 
@@ -176,3 +176,38 @@ def test_a_pole_shared_by_every_sample_equals_it_given_per_sample(blender, undef
     assert list(np.flatnonzero(per_sample.solution.degenerate)) == list(undefined)
     np.testing.assert_allclose(shared.rotations, per_sample.rotations, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(shared.solution.degenerate, per_sample.solution.degenerate)
+
+
+@pytest.mark.parametrize("inherit_scale, inherit_rotation, local_location, connected", [
+    *[(mode, True, True, False) for mode in ("FULL", "FIX_SHEAR", "AVERAGE", "NONE", "NONE_LEGACY", "ALIGNED")],
+    ("FULL", False, True, False), ("FULL", True, False, False), ("NONE", False, False, False),
+    ("FULL", True, True, True)])
+def test_the_first_bones_base_is_blenders_and_stays_put_while_it_turns(blender, inherit_scale, inherit_rotation,
+                                                                       local_location, connected):
+    """``base_rows`` (A₁) times the first bone's own rotation is the matrix Blender evaluates for it, whatever the bone
+    inherits from a turned, scaled, moved parent; and A₁ does not change to the bit while only that bone turns, so a
+    live chain keeps the base rotation it derived from it (Inherit Scale "Aligned" excepted: there Blender applies the
+    parent's scale after the bone's own transform)."""
+    bpy = blender
+    from mathutils import Euler, Matrix
+    from blender_ik_addon import chain as chain_module
+
+    obj = build_arm(connected=connected, rolls=(0.3, -0.4, 1.0))
+    bone, first, root = obj.data.bones["b1"], obj.pose.bones["b1"], obj.pose.bones["root"]
+    bone.inherit_scale, bone.use_inherit_rotation, bone.use_local_location = (inherit_scale, inherit_rotation,
+                                                                              local_location)
+    assert bone.use_connect == connected
+    root.rotation_mode = first.rotation_mode = "XYZ"
+    root.rotation_euler, root.location, root.scale = (0.3, -0.5, 0.2), (0.1, 0.2, -0.3), (1.3, 1.3, 1.3)
+    first.location = (0.05, 0.1, -0.02)
+    bases = []
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        first.rotation_euler = tuple(rng.uniform(-1.5, 1.5, size=3))
+        bpy.context.view_layer.update()
+        chain = chain_module.read_chain(obj, "b3")
+        base = Matrix(chain_module.base_rows(chain))
+        rotation = Euler(first.rotation_euler, "XYZ").to_matrix().to_4x4()
+        np.testing.assert_allclose(np.array(base @ rotation), np.array(first.matrix), rtol=0, atol=2e-6)
+        bases.append(tuple(map(tuple, base)))
+    assert len(set(bases)) == (6 if inherit_scale == "ALIGNED" else 1)
