@@ -938,13 +938,13 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
 
 
 def rotation_values(pose_bone):
-    """The pose bone's current value in its own rotation mode."""
+    """The pose bone's current value in its own rotation mode (a tuple of floats)."""
     mode = pose_bone.rotation_mode
     if mode == "QUATERNION":
-        return np.array(pose_bone.rotation_quaternion[:])
+        return pose_bone.rotation_quaternion[:]
     if mode == "AXIS_ANGLE":
-        return np.array(pose_bone.rotation_axis_angle[:])
-    return np.array(pose_bone.rotation_euler[:])
+        return pose_bone.rotation_axis_angle[:]
+    return pose_bone.rotation_euler[:]
 
 
 def rotation_path(mode):

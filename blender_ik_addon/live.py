@@ -152,12 +152,13 @@ def _moved_by(armature, moving, idle):
     return found
 
 
-def solve_live(armature, scene, force=False, updated=None):
+def solve_live(armature, scene, force=False, updated=None, live_chains=None):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
-    never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`."""
+    never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`; ``live_chains``:
+    :func:`_live_chains` of the armature, when the caller has read them."""
     errors, read, idle = {}, [], []
     duplicate = props.duplicate_name(armature)
-    for chain_settings in _live_chains(armature):
+    for chain_settings in _live_chains(armature) if live_chains is None else live_chains:
         spec = props.chain_spec(chain_settings)
         key = (armature.name, spec.label)
         if spec.label == duplicate:  # names key Live's state: two chains of one name would overwrite each other
@@ -276,10 +277,11 @@ def follow(scene, depsgraph=None):
     armatures = []
     for name in list(_live):
         armature = bpy.data.objects.get(name)
-        if armature is None or not _has_live(armature):
+        live_chains = _live_chains(armature) if armature is not None and armature.type == "ARMATURE" else None
+        if not live_chains:
             _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
         elif name in scene.objects:
-            armatures.append(armature)
+            armatures.append((armature, live_chains))
     with runtime.paused(counted=False):
         # A pose Live makes is evaluated in this section, so no later update lists what it moved. Within one
         # armature, solve_live solves the chains below a posed chain with it (_moved_by); an armature whose goal
@@ -287,7 +289,8 @@ def follow(scene, depsgraph=None):
         # more armatures are live, every live armature is read again, whole; at most one pass per live armature,
         # so armatures that follow each other in a loop stop.
         for _ in range(len(armatures)):
-            posed = sum(solve_live(armature, scene, updated=updated) for armature in armatures)
+            posed = sum(solve_live(armature, scene, updated=updated, live_chains=live_chains)
+                        for armature, live_chains in armatures)
             if not posed or len(armatures) < 2:
                 break
             updated = None

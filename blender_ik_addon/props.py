@@ -177,8 +177,11 @@ def rig_key(chain_settings):
 def duplicate_name(armature):
     """A chain name two of the armature's chains share, or None. Names key each chain's rig, Live state and
     read-out, so they must be unique."""
+    chains = armature.blender_ik.chains
+    if len(chains) < 2:
+        return None
     seen = set()
-    for chain_settings in armature.blender_ik.chains:
+    for chain_settings in chains:
         name = chain_settings.name or chain_settings.tip_bone
         if name in seen:
             return name
