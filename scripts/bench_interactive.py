@@ -13,6 +13,9 @@ Each round measures, alternating, on fresh scenes of the same three-bone arm:
   shows them; for Solve, an operator (with undo, as Solve's) that writes them, and the update.
 Prints medians per update (µs) and their ratios to the IK constraint. Target: Live and Solve at most 3×; what the
 floor leaves of that is the budget of Python's own work.
+
+Then, for a character (no target): a figure with four chains (hands and feet, scenes.build_figure), four IK constraints
+against four live chains, moving one target per update (an animator dragging a hand) and all four.
 """
 import argparse
 import math
@@ -29,7 +32,7 @@ import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 
 import blender_ik_addon  # noqa: E402
-from scenes import add_empty, build_arm  # noqa: E402
+from scenes import FIGURE_TIPS, add_empty, build_arm, build_figure  # noqa: E402
 
 
 # Two poses the floors write in turn (quaternions of the three bones), so every update changes the pose.
@@ -106,6 +109,89 @@ def measure(method, updates):
     return float(np.median(times))
 
 
+def figure_scene(method):
+    """The figure with a target Empty at each of its four tips: four IK constraints, or four live chains."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    blender_ik_addon.register()
+    obj = build_figure()
+    bpy.context.view_layer.update()
+    targets = []
+    for tip in FIGURE_TIPS:
+        # At the tip bone, drawn in toward the limb's root so the (straight) limb bends and every target move stays
+        # within reach of both.
+        target = add_empty(f"{tip} target")
+        matrix = obj.matrix_world @ obj.pose.bones[tip].matrix
+        root = obj.matrix_world @ obj.pose.bones[tip].parent.parent.head
+        tail = obj.matrix_world @ obj.pose.bones[tip].tail
+        matrix.translation = root + 0.85 * (tail - root)
+        target.matrix_world = matrix
+        targets.append(target)
+    bpy.context.view_layer.objects.active = obj
+    for tip, target in zip(FIGURE_TIPS, targets):
+        if method == "ik":
+            constraint = obj.pose.bones[tip].constraints.new("IK")
+            constraint.target, constraint.chain_count = target, 3
+        else:
+            chain = obj.blender_ik.chains.add()
+            chain.name = chain.tip_bone = tip
+            chain.target, chain.up_axis = target, "Y"  # the target sits on the tip bone, its Y along the bone
+            chain.live = True
+    bpy.context.view_layer.update()
+    return obj, targets
+
+
+def _farthest_tip(obj):
+    """How far the farthest of the four tips is from its target, as Blender shows them."""
+    targets = {chain.tip_bone: chain.target for chain in obj.blender_ik.chains}
+    targets.update({tip: obj.pose.bones[tip].constraints[0].target for tip in FIGURE_TIPS
+                    if obj.pose.bones[tip].constraints})
+    return max(((obj.matrix_world @ obj.pose.bones[tip].tail) - targets[tip].matrix_world.translation).length
+               for tip in FIGURE_TIPS)
+
+
+def measure_figure(method, moved, updates):
+    """Median cost of one update moving ``moved`` of the figure's four targets (and, for Live, the update showing
+    the pose)."""
+    obj, targets = figure_scene(method)
+    targets = targets[:moved]
+    rests = [(target.location.copy(), target.rotation_euler.copy()) for target in targets]
+    update = bpy.context.view_layer.update
+    times = np.empty(updates)
+    for index in range(updates):
+        for target, (location, rotation) in zip(targets, rests):
+            target.location.z = location.z + 0.05 * math.sin(index * 0.1)
+            target.rotation_euler.x = rotation.x + 0.1 * math.cos(index * 0.13)
+        start = time.perf_counter()
+        update()
+        if method == "live":
+            update()
+        times[index] = time.perf_counter() - start
+    farthest = _farthest_tip(obj)
+    blender_ik_addon.unregister()
+    return float(np.median(times)), farthest
+
+
+def figure_rows(updates, rounds):
+    cases = [(method, moved) for moved in (1, len(FIGURE_TIPS)) for method in ("ik", "live")]
+    for method, moved in cases:  # untimed, as above
+        measure_figure(method, moved, 20)
+    best = {case: float("inf") for case in cases}
+    farthest = {method: 0.0 for method in ("ik", "live")}
+    for _ in range(rounds):
+        for case in cases:
+            median, off = measure_figure(*case, updates)
+            best[case] = min(best[case], median)
+            farthest[case[0]] = max(farthest[case[0]], off)
+    print(f"A figure with four chains (hands, feet); median per update, best of {rounds} alternating rounds")
+    for moved in (1, len(FIGURE_TIPS)):
+        ik, live = best[("ik", moved)], best[("live", moved)]
+        what = "one target moved" if moved == 1 else "all four targets moved"
+        print(f"  {what:24s} four IK constraints {ik * 1e6:7.1f} µs; four live chains {live * 1e6:7.1f} µs  "
+              f"{live / ik:4.1f}x")
+    print(f"  after the last update the farthest tip is {farthest['live']:.1e} from its target with Live, "
+          f"{farthest['ik']:.1e} with the IK constraints")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=400, help="target moves per measurement (400)")
@@ -133,6 +219,7 @@ def main():
         else:
             verdict = f"  {ratio:5.1f}x  {'target met' if ratio <= 3 else 'above 3x target'}"
         print(f"{labels[method]:42s} {best[method] * 1e6:8.1f} µs{verdict}")
+    figure_rows(args.updates, args.rounds)
 
 
 if __name__ == "__main__":
