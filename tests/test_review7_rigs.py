@@ -1,0 +1,73 @@
+"""Review 7: the add-on used on rigs as a rigger or pipeline engineer would, judged by what Blender evaluates."""
+import numpy as np
+import pytest
+
+from rigs import add_empty, build_arm
+
+
+def _tip_miss(bpy, obj, target):
+    """How far Blender shows the chain's tip from its target, in world space."""
+    bpy.context.view_layer.update()
+    tail = obj.matrix_world @ obj.pose.bones["b3"].tail
+    return (tail - target.matrix_world.translation).length
+
+
+def _built_pair(bpy, how):
+    """Two armature objects on one Armature datablock, each with a built rig on chain 'b3': the second an
+    Alt+D duplicate of the first (its rig record, constraints and drivers copied with it), or a second object
+    given the datablock and its own chain, built on its own."""
+    original = build_arm(name="Body")
+    original_target = add_empty("Target", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    chain = original.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = original_target
+    bpy.context.view_layer.objects.active = original
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    if how == "alt_d":
+        for obj in bpy.context.view_layer.objects:
+            obj.select_set(obj is original)
+        bpy.ops.object.duplicate(linked=True)
+        copy = bpy.context.view_layer.objects.active
+        copy_target = original_target  # the copy's rig follows the same target
+    else:
+        copy = bpy.data.objects.new("Body.copy", original.data)
+        bpy.context.scene.collection.objects.link(copy)
+        copy.location = (3.0, 0.0, 0.0)
+        copy_target = add_empty("Target.copy", location=(3.7, 0.2, 1.0), rotation=(0.3, 0.1, 0.2))
+        chain = copy.blender_ik.chains.add()
+        chain.name = chain.tip_bone = "b3"
+        chain.target = copy_target
+        bpy.context.view_layer.objects.active = copy
+        assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    assert copy is not original and copy.data == original.data
+    return (original, original_target), (copy, copy_target)
+
+
+@pytest.mark.parametrize("how", ["alt_d", "each_built"])
+@pytest.mark.parametrize("removed_first", ["copy", "original"])
+def test_remove_rig_on_one_object_keeps_the_rig_of_another_object_on_the_same_armature_data(blender, how,
+                                                                                           removed_first):
+    """Remove Rig on one of two objects that share an Armature datablock (an Alt+D duplicate of a character,
+    or two objects given one datablock) leaves the other object's built rig working: its chain still lands on
+    its target when the target moves, as Blender evaluates it. Then removing that rig too leaves the datablock
+    with its own bones only, and neither object with a rig constraint."""
+    bpy = blender
+    pair = _built_pair(bpy, how)
+    bones_before = {"b1", "b2", "b3", "root"}
+    first, kept = pair if removed_first == "original" else pair[::-1]
+    bpy.context.view_layer.objects.active = first[0]
+    assert bpy.ops.blender_ik.remove_rig() == {"FINISHED"}
+    assert not any(c.name.startswith("IKR") for name in ("b1", "b2", "b3")
+                   for c in first[0].pose.bones[name].constraints)
+
+    kept_obj, kept_target = kept
+    length = sum(kept_obj.data.bones[name].length for name in ("b1", "b2", "b3"))
+    for location in ((0.7, -0.2, 1.2), (0.5, 0.6, 0.9)):
+        kept_target.location = np.array(location) + np.array(kept_obj.location)
+        assert _tip_miss(bpy, kept_obj, kept_target) < 1e-5 * length, location
+
+    bpy.context.view_layer.objects.active = kept_obj
+    assert bpy.ops.blender_ik.remove_rig() == {"FINISHED"}
+    assert {bone.name for bone in kept_obj.data.bones} == bones_before
+    for obj in (first[0], kept_obj):
+        assert not any(len(obj.pose.bones[name].constraints) for name in ("b1", "b2", "b3"))
