@@ -71,3 +71,31 @@ def test_remove_rig_on_one_object_keeps_the_rig_of_another_object_on_the_same_ar
     assert {bone.name for bone in kept_obj.data.bones} == bones_before
     for obj in (first[0], kept_obj):
         assert not any(len(obj.pose.bones[name].constraints) for name in ("b1", "b2", "b3"))
+
+
+@pytest.mark.parametrize("arguments, named", [
+    (dict(frame_start=1.5, frame_end=5), "start"), (dict(frame_start=1, frame_end=5.5), "end"),
+    (dict(frame_start=1, frame_end=5, step=2.5), "step"), (dict(frame_start=float("nan"), frame_end=5), "start"),
+    (dict(frame_start=1, frame_end=5, which="NONE"), "which")])
+def test_bake_armature_refuses_fractional_frames_and_unknown_choices_with_a_message_changing_nothing(blender,
+                                                                                                  arguments, named):
+    """``bake_armature`` from a script: a start, end or step that is not a whole number of frames, or a ``which``
+    other than 'ALL' or 'ACTIVE', is refused with a ChainError that names the argument, and nothing changes (no
+    key, no action). It used to raise the bake's internal ValueError ('the replaced range (1.5, 5.0) must hold every
+    new key'), or, for a step of 2.5, key frames 1 and 3.5 and report 'Baked 2 frames (1-3)'; 'NONE' baked every
+    chain."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1))
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    obj.blender_ik.target = target
+    pose = [tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")]
+    with pytest.raises(ChainError) as raised:
+        bake_armature(bpy.context.scene, obj, **arguments)
+    assert named in str(raised.value).lower()
+    assert obj.animation_data is None or obj.animation_data.action is None
+    assert len(bpy.data.actions) == 0
+    assert [tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")] == pose
