@@ -651,6 +651,8 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     bones and turn Live off on the baked chains (the keys drive them now). Returns the bake.BakeResult.
     The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
     IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
+    if specs is None and not names and which not in ("ALL", "ACTIVE"):
+        raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
     props.migrate_legacy(armature)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
