@@ -99,3 +99,43 @@ def test_bake_armature_refuses_fractional_frames_and_unknown_choices_with_a_mess
     assert obj.animation_data is None or obj.animation_data.action is None
     assert len(bpy.data.actions) == 0
     assert [tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")] == pose
+
+
+@pytest.mark.parametrize("case", ["non_uniform_parent", "mirrored_parent", "one_axis_mirrored_root",
+                                  "chain_bone_ignores_parent_scale", "uniform_parent"])
+def test_build_rig_refuses_what_solve_refuses_about_the_scale_above_the_chain(blender, case):
+    """Build Rig applies the solve's refusals of the scale above the chain (README, Build Rig > Limits: 'every refusal
+    of the solve applies before anything is built'): a non-uniform or mirroring scale on a bone above the chain, or
+    a chain bone with Inherit Scale None under a scaled parent. Both are refused by Solve; Build Rig used to build and
+    report success while Blender showed the tip 3% to 77% of the chain's length off the target. Refused, nothing is
+    added. A uniformly scaled parent still builds, and Blender shows the tip on the target."""
+    bpy = blender
+    obj = build_arm()
+    root, b2 = obj.pose.bones["root"], obj.data.bones["b2"]
+    scale = {"non_uniform_parent": (1.0, 1.6, 1.0), "mirrored_parent": (-1.2, -1.2, -1.2),
+             "one_axis_mirrored_root": (-1.0, 1.0, 1.0), "chain_bone_ignores_parent_scale": (1.5, 1.5, 1.5),
+             "uniform_parent": (1.5, 1.5, 1.5)}[case]
+    root.scale = scale
+    if case == "chain_bone_ignores_parent_scale":
+        b2.inherit_scale = "NONE"
+    bpy.context.view_layer.update()
+    from mathutils import Vector
+    target = add_empty(location=tuple(obj.pose.bones["b1"].matrix @ Vector((0.6, 1.2, 0.3))), rotation=(0.3, -0.2, 0.5))
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = target
+    bpy.context.view_layer.objects.active = obj
+    bones_before = {bone.name for bone in obj.data.bones}
+    if case == "uniform_parent":
+        assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+        length = sum(obj.pose.bones[name].length for name in ("b1", "b2", "b3"))
+        assert _tip_miss(bpy, obj, target) < 1e-5 * length
+        return
+    with pytest.raises(RuntimeError):
+        bpy.ops.blender_ik.solve()
+    with pytest.raises(RuntimeError) as raised:
+        bpy.ops.blender_ik.build_rig()
+    assert "scale" in str(raised.value)
+    assert {bone.name for bone in obj.data.bones} == bones_before
+    assert not any(len(obj.pose.bones[name].constraints) for name in ("b1", "b2", "b3"))
+    assert not obj.blender_ik.chains[0].rig_name
