@@ -571,6 +571,11 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
         with _MutedRigs(armature, chosen):  # a chain's own rig is not one of the constraints it refuses
             evaluate_now()
             levels = prepare(armature, specs)  # every refusal of the solve applies before anything is built
+            for spec, chain in (pair for level in levels for pair in level):
+                try:  # the refusals that come with the solve itself: the scale above the chain, and inherited
+                    solve_current(chain, spec, validated=True)
+                except ChainError as error:
+                    raise error.for_chain(spec.label) from None
         read = {spec: chain for level in levels for spec, chain in level}
         for chain_settings, spec in zip(chosen, specs):
             native_rig.remove(armature, props.rig_key(chain_settings))
