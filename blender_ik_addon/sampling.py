@@ -153,6 +153,31 @@ def direct_world_matrices(obj, frames, keep_data=False):
     return matrices
 
 
+def _posed_by_other_bones(armature, names):
+    """Why a bone of ``names`` is posed by another bone's IK or Spline IK constraint (they pose the bones of their
+    chain, not only their owner: a head's look-at IK or a spline spine reaching down through the chest), or None.
+    Conservative: the owner counts as part of its chain, muted constraints too (their influence may be keyed)."""
+    if not names:
+        return None
+    for pose_bone in armature.pose.bones:
+        for constraint in pose_bone.constraints:
+            if constraint.type not in ("IK", "SPLINE_IK"):
+                continue
+            bone, left = pose_bone, constraint.chain_count  # IK's 0: up to the root
+            if left and constraint.type == "IK" and not constraint.use_tail:
+                left += 1  # the chain starts at the owner's parent
+            while bone is not None:
+                if bone.name in names:
+                    return (f"bone '{bone.name}' above the chain is posed by the {constraint.type.replace('_', ' ')} "
+                            f"constraint of bone '{pose_bone.name}'")
+                if left:
+                    left -= 1
+                    if not left:
+                        break
+                bone = bone.parent
+    return None
+
+
 def base_reason(chain, fcurves=None):
     """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
     armature's F-curves (keys.object_fcurves), when the caller has them."""
@@ -170,6 +195,9 @@ def base_reason(chain, fcurves=None):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
+    posed_by = _posed_by_other_bones(armature, {bone.name for bone in ancestors})
+    if posed_by is not None:
+        return posed_by
     above = tuple(bone_path(bone.name, "") for bone in ancestors)
     for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
         if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
