@@ -261,3 +261,51 @@ def test_a_bake_follows_a_parent_posed_by_another_bones_ik_or_spline_ik(blender,
         scene.frame_set(frame)
         tip = obj.matrix_world @ obj.pose.bones["b3"].tail
         assert (tip - target.matrix_world.translation).length < 1e-5 * length, frame
+
+
+@pytest.mark.parametrize("chain_count, influence", [(0, "keyed"), (2, "keyed"), (0, "constant"), (1, "keyed")])
+def test_an_ik_constraint_below_the_chain_that_reaches_into_it_is_refused_by_the_bake(blender, chain_count, influence):
+    """An IK constraint on a bone below the chain (a finger) whose Chain Length reaches into the chain (0, Blender's
+    default, goes up to the root) poses the chain's bones as a constraint on them would. With its influence keyed
+    (an IK/FK blend, 0 on the current frame) the bake's self-check on the current frame passed and the bake reported
+    'all in reach' while Blender showed the tip up to 0.91 (41% of the chain) off the target on later frames. It is
+    refused, naming the constraint, and nothing changes (a constant one was refused by the self-check, with a message
+    that did not say what moved the chain); one that poses only the finger (Chain Length 1) bakes."""
+    bpy = blender
+    from scenes import add_bone
+    from blender_ik_addon import keys
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    tip = obj.data.edit_bones["b3"]
+    add_bone(obj.data, "finger", tip.tail, tip.tail + (tip.tail - tip.head) * 0.5, tip, connect=True)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    constraint = obj.pose.bones["finger"].constraints.new("IK")
+    constraint.target, constraint.chain_count = add_empty("Look", (0.3, -0.5, 1.0)), chain_count
+    if influence == "keyed":
+        constraint.influence = 0.0
+        constraint.keyframe_insert("influence", frame=1)
+        constraint.influence = 1.0
+        constraint.keyframe_insert("influence", frame=10)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    target = add_empty("Target", (0.9, 0.3, 1.1), (0.2, 0.4, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = target
+    if chain_count == 1:
+        result = bake_armature(scene, obj, frame_start=1, frame_end=10)
+        assert not len(result.chains[0].unreachable)
+        for frame in range(1, 11):
+            scene.frame_set(frame)
+            assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 2.2e-5
+        return
+    pose = [tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")]
+    keyed = [(fcurve.data_path, len(fcurve.keyframe_points)) for fcurve in keys.object_fcurves(obj)]
+    with pytest.raises(ChainError) as raised:
+        bake_armature(scene, obj, frame_start=1, frame_end=10)
+    assert "finger" in str(raised.value)
+    assert [tuple(obj.pose.bones[name].rotation_quaternion) for name in ("b1", "b2", "b3")] == pose
+    assert [(fcurve.data_path, len(fcurve.keyframe_points)) for fcurve in keys.object_fcurves(obj)] == keyed
