@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, rotation_path,
-                    uniform_scale)
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, posers,
+                    rotation_path, uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -153,31 +154,6 @@ def direct_world_matrices(obj, frames, keep_data=False):
     return matrices
 
 
-def _posed_by_other_bones(armature, names):
-    """Why a bone of ``names`` is posed by another bone's IK or Spline IK constraint (they pose the bones of their
-    chain, not only their owner: a head's look-at IK or a spline spine reaching down through the chest), or None.
-    Conservative: the owner counts as part of its chain, muted constraints too (their influence may be keyed)."""
-    if not names:
-        return None
-    for pose_bone in armature.pose.bones:
-        for constraint in pose_bone.constraints:
-            if constraint.type not in ("IK", "SPLINE_IK"):
-                continue
-            bone, left = pose_bone, constraint.chain_count  # IK's 0: up to the root
-            if left and constraint.type == "IK" and not constraint.use_tail:
-                left += 1  # the chain starts at the owner's parent
-            while bone is not None:
-                if bone.name in names:
-                    return (f"bone '{bone.name}' above the chain is posed by the {constraint.type.replace('_', ' ')} "
-                            f"constraint of bone '{pose_bone.name}'")
-                if left:
-                    left -= 1
-                    if not left:
-                        break
-                bone = bone.parent
-    return None
-
-
 def base_reason(chain, fcurves=None):
     """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
     armature's F-curves (keys.object_fcurves), when the caller has them."""
@@ -195,9 +171,9 @@ def base_reason(chain, fcurves=None):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
-    posed_by = _posed_by_other_bones(armature, {bone.name for bone in ancestors})
-    if posed_by is not None:
-        return posed_by
+    for owner, constraint, bone_name in posers(armature, {bone.name for bone in ancestors}):
+        return (f"bone '{bone_name}' above the chain is posed by the {constraint.type.replace('_', ' ')} constraint of "
+                f"bone '{owner.name}'")
     above = tuple(bone_path(bone.name, "") for bone in ancestors)
     for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
         if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
@@ -210,9 +186,24 @@ def check_chain_not_animated(chain, fcurves=None):
     animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
     (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
     F-curves (keys.object_fcurves), when the caller has them."""
+    # Another bone's IK or Spline IK whose chain reaches into this one poses its bones as their own constraint would:
+    # keyed or driven, it acts on other frames than the one the chain was validated on.
+    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
+                   for owner, constraint, _ in posers(chain.armature, set(chain.names))
+                   if owner.name not in chain.names)
+    if fcurves is None:
+        fcurves = keys.object_fcurves(chain.armature)
+    if posing:
+        drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
+        for fcurve in list(fcurves) + drivers:
+            if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
+                raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
+                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}) whose chain reaches into this "
+                                 "chain and would move it on some frames: remove those keys or drivers, or shorten its "
+                                 "Chain Length so that it stops below the chain")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
-    for fcurve in keys.object_fcurves(chain.armature) if fcurves is None else fcurves:
+    for fcurve in fcurves:
         if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
             continue
         for name in chain.names:
