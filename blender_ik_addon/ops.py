@@ -7,7 +7,7 @@ from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    goal_label, hangs_below, pose_chain, prepare, read_chain, rotation_values, set_rotation,
+                    goal_label, hangs_below, pose_chain, posers, prepare, read_chain, rotation_values, set_rotation,
                     solve_current, verify_pose)
 from .report import distance_text
 
@@ -576,6 +576,14 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                     solve_current(chain, spec, validated=True)
                 except ChainError as error:
                     raise error.for_chain(spec.label) from None
+                # Solve's self-check finds another bone's IK that poses the chain after the fact; a rig has none, and
+                # plays every frame (an influence of 0 now may be keyed).
+                for owner, constraint, bone_name in posers(armature, set(chain.names)):
+                    if owner.name not in chain.names and not constraint.mute:
+                        raise ChainError(f"Bone '{bone_name}' is posed by the {constraint.type.replace('_', ' ')} "
+                                         f"constraint '{constraint.name}' of bone '{owner.name}', whose chain reaches "
+                                         "into this chain; mute or remove it, or shorten its Chain Length so that it "
+                                         "stops below the chain", spec.label)
         read = {spec: chain for level in levels for spec, chain in level}
         for chain_settings, spec in zip(chosen, specs):
             native_rig.remove(armature, props.rig_key(chain_settings))
