@@ -294,6 +294,17 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
     return channels, values, direct, reasons, checks
 
 
+def _check_whole(what, value):
+    """Keys go on whole frames: a script's 1.5 would otherwise reach the key writing (subframe keys, or an internal
+    error), and NaN the frame arithmetic."""
+    try:
+        whole = not isinstance(value, bool) and float(value).is_integer()
+    except (TypeError, ValueError):
+        whole = False
+    if not whole:
+        raise ChainError(f"The {what} must be a whole number of frames (got {value!r})")
+
+
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
                 allow_shared=False, output="KEYS"):
     """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.
@@ -314,6 +325,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
     then holds the samples and nothing else: a channel with keys or samples outside the range is refused."""
     began = time.perf_counter()
+    for what, value in (("start frame", frame_start), ("end frame", frame_end), ("step", step)):
+        _check_whole(what, value)
     if step < 1:
         raise ChainError(f"Step must be 1 or more (got {step})")
     if frame_end < frame_start:

@@ -293,6 +293,31 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
+def posers(armature, names):
+    """Other bones' IK and Spline IK constraints whose chain reaches a bone of ``names`` (they pose the bones of their
+    chain, not only their owner: a head's look-at IK through the chest, a finger's IK of Chain Length 0 up to the
+    root), as ``(owner pose bone, constraint, reached bone name)``. Muted ones too: their influence may be keyed.
+    Conservative: the owner counts as part of its chain."""
+    if not names:
+        return
+    for pose_bone in armature.pose.bones:
+        for constraint in pose_bone.constraints:
+            if constraint.type not in ("IK", "SPLINE_IK"):
+                continue
+            bone, left = pose_bone, constraint.chain_count  # IK's 0: up to the root
+            if left and constraint.type == "IK" and not constraint.use_tail:
+                left += 1  # the chain starts at the owner's parent
+            while bone is not None:
+                if bone.name in names:
+                    yield pose_bone, constraint, bone.name
+                    break
+                if left:
+                    left -= 1
+                    if not left:
+                        break
+                bone = bone.parent
+
+
 def chain_names(armature, tip_name):
     """The chain's bone names (first, middle, tip), or ChainError."""
     if armature is None or armature.type != "ARMATURE":

@@ -446,6 +446,26 @@ def build(armature, chain, spec):
     bpy.context.view_layer.update()
 
 
+def _used_elsewhere(armature, names):
+    """Of the helper bones ``names``, those another object on the same Armature datablock still uses (listed in
+    its own rig record, which an Alt+D duplicate copies, or followed by its constraints): bones live in the
+    datablock, so deleting them would break that object's rig while it still shows as built."""
+    names = set(names)
+    if not names or armature.data.users < 2:
+        return set()
+    used = set()
+    for other in bpy.data.objects:
+        if other is armature or other.type != "ARMATURE" or other.data != armature.data:
+            continue
+        for entry in _record(other).values():
+            used.update(name for name in entry.get("bones", ()) if name in names)
+        for pose_bone in other.pose.bones:
+            used.update(constraint.subtarget for constraint in pose_bone.constraints
+                        if getattr(constraint, "target", None) == other
+                        and getattr(constraint, "subtarget", "") in names)
+    return used
+
+
 def remove(armature, chain_name):
     """Delete every bone, constraint, driver and property the chain's rig added. Returns False when the
     chain has no rig; raises ChainError, changing nothing, when its bones are linked from a library."""
@@ -458,6 +478,7 @@ def remove(armature, chain_name):
                        "library file, or mute it here")
     data = armature.data
     doomed = [name for name in entry["bones"] if name in data.bones]
+    shared = _used_elsewhere(armature, doomed)
     # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
     # driver paths, not in the record.
     helper_paths = tuple(bone_path(name, "") for name in doomed)
@@ -478,10 +499,15 @@ def remove(armature, chain_name):
                 animation.drivers.remove(fcurve)
         for fcurve in [f for f in animation.drivers if f.data_path.startswith(helper_paths)]:
             animation.drivers.remove(fcurve)
-    if doomed:
+    for name in shared:  # kept for the other object; this object's constraints on them would have gone with them
+        constraints = armature.pose.bones[name].constraints
+        for constraint in list(constraints):
+            constraints.remove(constraint)
+    if len(shared) < len(doomed):
         with _EditMode(armature) as edit_bones:
             for name in doomed:
-                edit_bones.remove(edit_bones[name])
+                if name not in shared:
+                    edit_bones.remove(edit_bones[name])
     collection = data.collections.get(entry["collection"])
     if (collection is not None and not any(e["collection"] == entry["collection"] for e in record.values())
             and not collection.bones):

@@ -7,7 +7,7 @@ from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    goal_label, hangs_below, pose_chain, prepare, read_chain, rotation_values, set_rotation,
+                    goal_label, hangs_below, pose_chain, posers, prepare, read_chain, rotation_values, set_rotation,
                     solve_current, verify_pose)
 from .report import distance_text
 
@@ -571,6 +571,19 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
         with _MutedRigs(armature, chosen):  # a chain's own rig is not one of the constraints it refuses
             evaluate_now()
             levels = prepare(armature, specs)  # every refusal of the solve applies before anything is built
+            for spec, chain in (pair for level in levels for pair in level):
+                try:  # the refusals that come with the solve itself: the scale above the chain, and inherited
+                    solve_current(chain, spec, validated=True)
+                except ChainError as error:
+                    raise error.for_chain(spec.label) from None
+                # Solve's self-check finds another bone's IK that poses the chain after the fact; a rig has none, and
+                # plays every frame (an influence of 0 now may be keyed).
+                for owner, constraint, bone_name in posers(armature, set(chain.names)):
+                    if owner.name not in chain.names and not constraint.mute:
+                        raise ChainError(f"Bone '{bone_name}' is posed by the {constraint.type.replace('_', ' ')} "
+                                         f"constraint '{constraint.name}' of bone '{owner.name}', whose chain reaches "
+                                         "into this chain; mute or remove it, or shorten its Chain Length so that it "
+                                         "stops below the chain", spec.label)
         read = {spec: chain for level in levels for spec, chain in level}
         for chain_settings, spec in zip(chosen, specs):
             native_rig.remove(armature, props.rig_key(chain_settings))
@@ -651,6 +664,8 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     bones and turn Live off on the baked chains (the keys drive them now). Returns the bake.BakeResult.
     The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
     IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
+    if specs is None and not names and which not in ("ALL", "ACTIVE"):
+        raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
     props.migrate_legacy(armature)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start

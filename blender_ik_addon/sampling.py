@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, rotation_path,
-                    uniform_scale)
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, posers,
+                    rotation_path, uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -170,6 +171,9 @@ def base_reason(chain, fcurves=None):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
+    for owner, constraint, bone_name in posers(armature, {bone.name for bone in ancestors}):
+        return (f"bone '{bone_name}' above the chain is posed by the {constraint.type.replace('_', ' ')} constraint of "
+                f"bone '{owner.name}'")
     above = tuple(bone_path(bone.name, "") for bone in ancestors)
     for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
         if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
@@ -182,9 +186,24 @@ def check_chain_not_animated(chain, fcurves=None):
     animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
     (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
     F-curves (keys.object_fcurves), when the caller has them."""
+    # Another bone's IK or Spline IK whose chain reaches into this one poses its bones as their own constraint would:
+    # keyed or driven, it acts on other frames than the one the chain was validated on.
+    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
+                   for owner, constraint, _ in posers(chain.armature, set(chain.names))
+                   if owner.name not in chain.names)
+    if fcurves is None:
+        fcurves = keys.object_fcurves(chain.armature)
+    if posing:
+        drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
+        for fcurve in list(fcurves) + drivers:
+            if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
+                raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
+                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}) whose chain reaches into this "
+                                 "chain and would move it on some frames: remove those keys or drivers, or shorten its "
+                                 "Chain Length so that it stops below the chain")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
-    for fcurve in keys.object_fcurves(chain.armature) if fcurves is None else fcurves:
+    for fcurve in fcurves:
         if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
             continue
         for name in chain.names:
