@@ -989,21 +989,29 @@ def pose_chain(chain, local_rotations):
     continuous with the bone's current value (no Euler jump, same quaternion hemisphere).
 
     Through mathutils (float32): the channels are stored in float32, and Blender's own conversions are
-    those the vectorised ones in rotations.py reproduce (mat3_normalized_to_eulO and its compatible form)."""
+    those the vectorised ones in rotations.py reproduce (mat3_normalized_to_eulO and its compatible form).
+    Returns each bone's value before, as :func:`rotation_values` gives it (read here anyway, for continuity)."""
+    before = []
     for pose_bone, rotation in zip(chain.pose_bones, local_rotations):
         matrix = Matrix(rotation.tolist() if isinstance(rotation, np.ndarray) else rotation)
         mode = pose_bone.rotation_mode
         if mode in rotations.EULER_ORDERS:
-            pose_bone.rotation_euler = matrix.to_euler(mode, pose_bone.rotation_euler)
+            current = pose_bone.rotation_euler
+            before.append(current[:])
+            pose_bone.rotation_euler = matrix.to_euler(mode, current)
             continue
         quaternion = matrix.to_quaternion()
         if mode == "QUATERNION":
-            if quaternion.dot(pose_bone.rotation_quaternion) < 0.0:
+            current = pose_bone.rotation_quaternion[:]
+            before.append(current)
+            if quaternion.dot(current) < 0.0:
                 quaternion.negate()
             pose_bone.rotation_quaternion = quaternion
         else:
+            before.append(pose_bone.rotation_axis_angle[:])
             axis, angle = quaternion.to_axis_angle()
             pose_bone.rotation_axis_angle = (angle, *axis)
+    return before
 
 
 def evaluate_now():

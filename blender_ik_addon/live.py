@@ -22,7 +22,7 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, chain_names, check_armature_scale, check_target, evaluate_now, forget_read_chains,
-                    moves_with_chain, order, pose_chain, read_chain, rotation_values, set_rotation, solve_current,
+                    moves_with_chain, order, pose_chain, read_chain, set_rotation, solve_current,
                     verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
@@ -202,8 +202,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
-            before = [rotation_values(pose_bone) for pose_bone in chain.pose_bones]
-            pose_chain(chain, solve.rotations[0])
+            before = pose_chain(chain, solve.rotations[0])
             solved.append((spec, chain, solve, before))
         if not solved:
             continue
