@@ -564,9 +564,6 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         chosen = _chain_settings(armature, self.chains)
-        for chain_settings in chosen:
-            if not chain_settings.name:
-                chain_settings.name = chain_settings.tip_bone
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
         with _MutedRigs(armature, chosen):  # a chain's own rig is not one of the constraints it refuses
             evaluate_now()
@@ -585,17 +582,38 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                                          "into this chain; mute or remove it, or shorten its Chain Length so that it "
                                          "stops below the chain", spec.label)
         read = {spec: chain for level in levels for spec, chain in level}
+        built = []
+        try:
+            for chain_settings, spec in zip(chosen, specs):
+                native_rig.remove(armature, props.rig_key(chain_settings))
+                chain_settings.rig_name = chain_settings.rig_signature = ""
+                try:
+                    native_rig.build(armature, read[spec], spec)
+                except ChainError as error:
+                    raise error.for_chain(spec.label) from None
+                built.append(chain_settings)
+                chain_settings.rig_name = spec.label
+            evaluate_now()
+            # The self-check, as Solve's: the pose Blender evaluates with the rigs on must be the solve of the goals and
+            # of the chain's parent as evaluated (a chain below another one moves with that one's rig).
+            for level in levels:
+                for spec, chain in level:
+                    try:
+                        verify_pose(chain, solve_current(chain, spec, validated=True).solution)
+                    except ChainError as error:
+                        raise ChainError(str(error).replace("nothing was changed", "the rig was removed"),
+                                         spec.label) from None
+        except ChainError:
+            for chain_settings in built:
+                native_rig.remove(armature, chain_settings.rig_name)
+                chain_settings.rig_name = ""
+            evaluate_now()
+            raise
         for chain_settings, spec in zip(chosen, specs):
-            native_rig.remove(armature, props.rig_key(chain_settings))
-            chain_settings.rig_name = ""
-            try:
-                native_rig.build(armature, read[spec], spec)
-            except ChainError as error:
-                raise error.for_chain(spec.label) from None
-            chain_settings.rig_name = spec.label
+            if not chain_settings.name:  # named once built: a refused build changes nothing
+                chain_settings.name = chain_settings.tip_bone
             chain_settings.rig_signature = rig_signature(armature, chain_settings)
             chain_settings.live = False  # the rig follows the target now
-        evaluate_now()
         self.report({"INFO"}, f"Built the rig of {', '.join(spec.label for spec in specs)}: Blender evaluates "
                               f"{'them' if len(specs) > 1 else 'it'} without the add-on")
         return {"FINISHED"}

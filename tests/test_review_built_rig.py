@@ -43,3 +43,60 @@ def test_review_place_pole_on_a_built_chain_keeps_the_arm_still(blender):
     bpy.context.view_layer.update()
     after = [np.array(obj.matrix_world @ obj.pose.bones[name].head) for name in ("upper_arm.L", "forearm.L", "hand.L")]
     assert max(np.linalg.norm(a - b) for a, b in zip(after, before)) < 1e-5
+
+
+def _rig_state(obj):
+    """What Build Rig may change: bones, constraints, drivers, chain settings, and the pose Blender shows."""
+    bpy.context.view_layer.update()
+    drivers = obj.animation_data.drivers if obj.animation_data else ()
+    return (sorted(bone.name for bone in obj.data.bones),
+            sorted((pose_bone.name, c.name, c.mute, c.influence) for pose_bone in obj.pose.bones
+                   for c in pose_bone.constraints),
+            sorted(driver.data_path for driver in drivers),
+            [(c.name, c.tip_bone, c.live, c.rig_name, c.rig_signature) for c in obj.blender_ik.chains],
+            [tuple(round(v, 6) for v in obj.matrix_world @ pose_bone.tail) for pose_bone in obj.pose.bones])
+
+
+@pytest.mark.parametrize("broken", ["hand.L", "foot.L"])
+def test_build_rig_checks_the_pose_blender_shows_and_removes_what_it_built_when_it_is_wrong(blender, monkeypatch,
+                                                                                          broken):
+    """The self-check, as Solve's: when the pose Blender evaluates with the new rigs is not the solve (here the elbow
+    driver of one rig bent by 10% behind the builder's back), Build Rig refuses, naming the chain, removes every rig it
+    built in that call (all or nothing) and leaves the chains' settings (name, Live) as they were."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+
+    obj = body_with_chains(bpy, ["hand.L", "foot.L"])
+    for chain in obj.blender_ik.chains:
+        chain.name = ""  # an unnamed chain is named only once built
+        chain.target.location.z += 0.05  # off the rest pose, so the rig has to bend the chain
+    obj.blender_ik.chains[0].live = True
+    before = _rig_state(obj)
+    build = native_rig.build
+
+    def build_then_weaken(armature, chain, spec):
+        build(armature, chain, spec)
+        if spec.label == broken:
+            elbow = armature.animation_data.drivers.find(f'pose.bones["IKR-{broken}-upper"].rotation_axis_angle')
+            elbow.driver.expression = f"0.9 * ({elbow.driver.expression})"
+
+    monkeypatch.setattr(native_rig, "build", build_then_weaken)
+    with pytest.raises(RuntimeError, match=rf"Chain '{broken}'.*the rig was removed"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert _rig_state(obj) == before
+
+    monkeypatch.setattr(native_rig, "build", build)
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    assert [chain.name for chain in obj.blender_ik.chains] == ["hand.L", "foot.L"]
+
+
+def test_a_refused_build_does_not_name_the_chain(blender):
+    """Nothing changes when Build Rig is refused, not even the empty name it would give the chain once built."""
+    bpy = blender
+    obj = body_with_chains(bpy, ["hand.L"])
+    chain = obj.blender_ik.chains[0]
+    chain.name, chain.target = "", None
+    before = _rig_state(obj)
+    with pytest.raises(RuntimeError, match="Set the target"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert _rig_state(obj) == before and chain.name == ""
