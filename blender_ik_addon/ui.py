@@ -90,6 +90,8 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
         layout.operator("blender_ik.place_pole", icon="PIVOT_CURSOR")
         layout.prop(chain_settings, "bend")
         layout.prop(chain_settings, "roll_axis")
+        if chain_settings.roll_axis.lstrip("-") == chain_settings.up_axis.lstrip("-"):
+            layout.label(text="The last bone points along this axis already: pick another one to roll it", icon="ERROR")
         row = layout.row(align=True)
         row.operator("blender_ik.add_target", icon="EMPTY_SINGLE_ARROW")
         row.prop(chain_settings, "live", toggle=True, icon="PAUSE" if chain_settings.live else "PLAY")

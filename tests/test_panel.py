@@ -69,7 +69,7 @@ CHAIN_SETTINGS = {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis",
 
 
 @pytest.mark.parametrize("state", ["no_chains", "fresh", "pole_solved", "bone_target", "out_of_reach", "error",
-                                   "rig_built", "rig_stale"])
+                                   "rig_built", "rig_stale", "roll_along_up"])
 def test_panels_draw(blender, state):
     bpy = blender
     from blender_ik_addon import runtime, ui
@@ -84,6 +84,8 @@ def test_panels_draw(blender, state):
         settings.plane, settings.pole = "POLE", add_empty("Pole", (0, 2, 1))
     if state == "bone_target":
         settings.target, settings.target_bone = obj, "root"
+    if state == "roll_along_up":  # Roll "Target -Z" with Up Axis Z: the last bone already points along it
+        settings.roll_axis = "-Z"
     if state in ("pole_solved", "out_of_reach"):
         bpy.ops.blender_ik.solve()
     if state == "error":
@@ -126,6 +128,7 @@ def test_panels_draw(blender, state):
         assert "Rig built" in labels and "CONSTRAINT_BONE" in icons
     if state == "rig_stale":
         assert "Rig out of date" in labels
+    assert ("points along this axis already" in labels) == (state == "roll_along_up")
     empty = add_empty("NotAnArmature")
     assert not ui.VIEW3D_PT_blender_ik.poll(types.SimpleNamespace(active_object=empty))
 
