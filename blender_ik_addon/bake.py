@@ -4,6 +4,7 @@ write all keys in bulk.
 The operator (ops.py) and the command-line script (scripts/bake_ik.py, through ops.run_bake) call
 :func:`bake_chains`. It takes plain chain descriptions and changes no settings.
 """
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -11,8 +12,8 @@ import bpy
 import numpy as np
 
 from . import keys, rotations, runtime, sampling
-from .chain import (AXES, ChainError, bone_path, evaluate_now, prepare, rotation_path, rotation_values, set_rotation,
-                    solve_chain, verify_pose)
+from .chain import (AXES, ChainError, bone_path, evaluate_now, posers_read_once, prepare, rotation_path,
+                    rotation_values, set_rotation, solve_chain, verify_pose)
 from .report import compact_frames, frame_span
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
@@ -305,6 +306,16 @@ def _check_whole(what, value):
         raise ChainError(f"The {what} must be a whole number of frames (got {value!r})")
 
 
+def _reading_posers_once(bake):
+    """Run a bake with the armature's IK constraints read once (see chain.posers_read_once)."""
+    @functools.wraps(bake)
+    def baking(scene, armature, *args, **kwargs):
+        with posers_read_once(armature):
+            return bake(scene, armature, *args, **kwargs)
+    return baking
+
+
+@_reading_posers_once
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
                 allow_shared=False, output="KEYS"):
     """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.

@@ -13,6 +13,7 @@ plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
 """
 import dataclasses
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -293,6 +294,31 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
+def _ik_constraints(armature):
+    """The armature's IK and Spline IK constraints, as ``(owner pose bone, constraint)``."""
+    return [(pose_bone, constraint) for pose_bone in armature.pose.bones for constraint in pose_bone.constraints
+            if constraint.type in ("IK", "SPLINE_IK")]
+
+
+_iks_held = {}  # armature pointer -> its _ik_constraints, while posers_read_once holds them
+
+
+@contextmanager
+def posers_read_once(armature):
+    """Within: :func:`posers` reads the armature's IK and Spline IK constraints once. A bake asks for each chain twice,
+    and looking through a character's hundreds of bones costs 0.1-0.5 ms each time; nothing a bake does adds, removes or
+    retargets such a constraint."""
+    key = armature.as_pointer()
+    held = key in _iks_held
+    if not held:
+        _iks_held[key] = _ik_constraints(armature)
+    try:
+        yield
+    finally:
+        if not held:
+            del _iks_held[key]
+
+
 def posers(armature, names):
     """Other bones' IK and Spline IK constraints whose chain reaches a bone of ``names`` (they pose the bones of their
     chain, not only their owner: a head's look-at IK through the chest, a finger's IK of Chain Length 0 up to the
@@ -300,22 +326,20 @@ def posers(armature, names):
     Conservative: the owner counts as part of its chain."""
     if not names:
         return
-    for pose_bone in armature.pose.bones:
-        for constraint in pose_bone.constraints:
-            if constraint.type not in ("IK", "SPLINE_IK"):
-                continue
-            bone, left = pose_bone, constraint.chain_count  # IK's 0: up to the root
-            if left and constraint.type == "IK" and not constraint.use_tail:
-                left += 1  # the chain starts at the owner's parent
-            while bone is not None:
-                if bone.name in names:
-                    yield pose_bone, constraint, bone.name
+    iks = _iks_held.get(armature.as_pointer())
+    for pose_bone, constraint in _ik_constraints(armature) if iks is None else iks:
+        bone, left = pose_bone, constraint.chain_count  # IK's 0: up to the root
+        if left and constraint.type == "IK" and not constraint.use_tail:
+            left += 1  # the chain starts at the owner's parent
+        while bone is not None:
+            if bone.name in names:
+                yield pose_bone, constraint, bone.name
+                break
+            if left:
+                left -= 1
+                if not left:
                     break
-                if left:
-                    left -= 1
-                    if not left:
-                        break
-                bone = bone.parent
+            bone = bone.parent
 
 
 def chain_names(armature, tip_name):

@@ -7,8 +7,8 @@ from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    goal_label, hangs_below, pose_chain, posers, prepare, read_chain, rotation_values, set_rotation,
-                    solve_current, verify_pose)
+                    goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
+                    set_rotation, solve_current, verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -565,7 +565,8 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
     def run(self, context, armature):
         chosen = _chain_settings(armature, self.chains)
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
-        with _MutedRigs(armature, chosen):  # a chain's own rig is not one of the constraints it refuses
+        # A chain's own rig is not one of the constraints it refuses.
+        with _MutedRigs(armature, chosen), posers_read_once(armature):
             evaluate_now()
             levels = prepare(armature, specs)  # every refusal of the solve applies before anything is built
             for spec, chain in (pair for level in levels for pair in level):

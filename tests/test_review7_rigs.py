@@ -352,3 +352,30 @@ def test_build_rig_refuses_another_bones_ik_that_reaches_into_the_chain(blender,
     assert "finger" in str(raised.value)
     assert {bone.name for bone in obj.data.bones} == bones_before
     assert not any(len(obj.pose.bones[name].constraints) for name in ("b1", "b2", "b3"))
+
+
+def test_posers_read_once_finds_the_same_constraints(blender):
+    """A bake reads the armature's IK constraints once (chain.posers_read_once); what posers finds is the same, for
+    IK of every chain length, with and without Use Tail, and Spline IK, and the hold ends with its (outer) scope."""
+    bpy = blender
+    from blender_ik_addon import chain as chain_module
+    obj = _spine_with_arm(bpy)
+    for bone, kind, count, tail in (("head", "IK", 3, True), ("b3", "IK", 0, True), ("b2", "IK", 1, False),
+                                    ("s2", "SPLINE_IK", 2, True)):
+        constraint = obj.pose.bones[bone].constraints.new(kind)
+        constraint.chain_count = count
+        if kind == "IK":
+            constraint.use_tail = tail
+    found = {}
+    for names in ({"b1"}, {"s1"}, {"root"}, {"b1", "b2", "b3"}, {"s2", "head"}):
+        found[frozenset(names)] = [(owner.name, constraint.name, bone) for owner, constraint, bone
+                                   in chain_module.posers(obj, names)]
+    assert found[frozenset({"b1"})] and found[frozenset({"root"})]  # something to find
+    with chain_module.posers_read_once(obj):
+        with chain_module.posers_read_once(obj):
+            pass
+        assert obj.as_pointer() in chain_module._iks_held  # the inner scope leaves the outer one's
+        for names, expected in found.items():
+            assert [(owner.name, constraint.name, bone) for owner, constraint, bone
+                    in chain_module.posers(obj, set(names))] == expected
+    assert obj.as_pointer() not in chain_module._iks_held
