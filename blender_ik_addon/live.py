@@ -243,6 +243,7 @@ def _has_live(obj):
 def rescan():
     """Rebuild the set of live armatures from ``bpy.data`` (moving 0.1 settings into chain lists first)."""
     props.migrate_all()
+    props.follow_renames()
     _live.clear()
     _live.update(obj.name for obj in bpy.data.objects if obj.library is None and _has_live(obj))
     for cache in (_last_inputs, _armature_read):
@@ -252,25 +253,30 @@ def rescan():
 
 
 def _updated(depsgraph):
-    """The pointers of the (original) IDs a depsgraph update lists; marks the cache stale when one is a live
-    armature the cache does not know (duplicated, appended, renamed)."""
-    updated = set()
+    """The pointers of the (original) IDs a depsgraph update lists, and the Armature datablocks among them; marks the
+    cache stale when one is a live armature the cache does not know (duplicated, appended, renamed)."""
+    updated, armature_datas = set(), []
     for update in depsgraph.updates:
         original = getattr(update.id, "original", update.id)
         updated.add(original.as_pointer())
-        if (not _stale[0] and isinstance(original, bpy.types.Object) and original.name not in _live
+        if isinstance(original, bpy.types.Armature):
+            armature_datas.append(original)
+        elif (not _stale[0] and isinstance(original, bpy.types.Object) and original.name not in _live
                 and _has_live(original)):
             _stale[0] = True
-    return updated
+    return updated, armature_datas
 
 
 def follow(scene, depsgraph=None):
     if runtime.is_paused():
         return
-    updated = _updated(depsgraph) if depsgraph is not None else None
+    updated, armature_datas = _updated(depsgraph) if depsgraph is not None else (None, ())
     if _stale[0]:
         with runtime.paused():
             rescan()
+    elif armature_datas:  # bones renamed: the chains' bone settings follow
+        with runtime.paused():
+            props.follow_renames(armature_datas)
     if not _live:
         return
     armatures = []
@@ -313,6 +319,7 @@ def on_data_replaced(*_args):
     _validated.clear()
     _armature_read.clear()
     forget_read_chains()
+    props.forget_bones()
 
 
 @persistent
@@ -322,6 +329,7 @@ def on_load(*_args):
     runtime.forget()
     with runtime.paused():
         props.migrate_all()
+        props.follow_renames()
 
 
 def live_changed(armature):
@@ -370,3 +378,4 @@ def unregister():
     _validated.clear()
     _armature_read.clear()
     forget_read_chains()
+    props.forget_bones()

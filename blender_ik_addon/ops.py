@@ -35,6 +35,7 @@ class _ArmatureOperator:
     def execute(self, context):
         armature = context.active_object
         props.migrate_legacy(armature)
+        props.follow_renames(props.bone_datas(armature), moved=False)  # a script may rename bones, then call us
         try:
             if armature.library is not None:
                 raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed, keyed or "
@@ -686,6 +687,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     if specs is None and not names and which not in ("ALL", "ACTIVE"):
         raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
     props.migrate_legacy(armature)
+    props.follow_renames(props.bone_datas(armature), moved=False)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
     end = end if frame_end is None else frame_end

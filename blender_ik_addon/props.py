@@ -5,6 +5,7 @@ below the operators takes that. The 0.1 single-chain API (``Object.blender_ik.ti
 is kept as a shorthand for the active chain, and files saved by 0.1 are moved into ``chains[0]``.
 """
 import bpy
+import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, PointerProperty, StringProperty
 
 from .chain import ChainSpec
@@ -254,6 +255,86 @@ def migrate_legacy(obj):
 def migrate_all():
     """Move the 0.1 settings of every local object (after loading a file)."""
     return sum(migrate_legacy(obj) for obj in bpy.data.objects if obj.type == "ARMATURE")
+
+
+# -- Bone renames ----------------------------------------------------------------------------------------
+# Blender renames a bone in constraints, drivers and vertex groups, not in an add-on's settings. The chains' bone
+# settings (tip, target and pole bones) follow a rename: each Armature datablock is remembered as its bone names and
+# their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through Edit Mode); a name that
+# is gone becomes the one new name whose bone has its head and tail. Anything less clear (several new bones there, a
+# bone moved as it was renamed, two names swapped) changes nothing, and the chain names the bone it no longer finds.
+_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail})
+_BONE_SETTINGS = (("tip_bone", None), ("target_bone", "target"), ("pole_bone", "pole"))
+
+
+def _bone_ends(data, names):
+    bones = data.bones
+    ends = np.empty((2, len(names) * 3), dtype=np.float32)
+    bones.foreach_get("head_local", ends[0])
+    bones.foreach_get("tail_local", ends[1])
+    return dict(zip(names, map(tuple, np.hstack((ends[0].reshape(-1, 3), ends[1].reshape(-1, 3))).tolist())))
+
+
+def _renames(before, now):
+    """{old name: new name} of the bones renamed between two looks at an Armature datablock."""
+    (old_names, old_ends), (names, ends) = before, now
+    gone, new = set(old_names) - set(names), [name for name in names if name not in old_ends]
+    renames = {}
+    for name in gone:
+        found = [candidate for candidate in new if ends[candidate] == old_ends[name]]
+        if len(found) == 1:
+            renames[name] = found[0]
+    return renames if len(set(renames.values())) == len(renames) else {}
+
+
+def bone_datas(armature):
+    """The Armature datablocks the chains of ``armature`` name bones of: its own, and its goal armatures'."""
+    datas = {armature.data.as_pointer(): armature.data} if armature.type == "ARMATURE" else {}
+    settings = getattr(armature, "blender_ik", None)
+    for chain_settings in settings.chains if settings is not None else ():
+        for _, role in _BONE_SETTINGS[1:]:
+            goal = getattr(chain_settings, role)
+            if goal is not None and goal.type == "ARMATURE":
+                datas[goal.data.as_pointer()] = goal.data
+    return list(datas.values())
+
+
+def follow_renames(datas=None, moved=True):
+    """Look at the Armature datablocks ``datas`` (default: every one), remembering their bones, and point the chains'
+    bone settings at the new names of the bones renamed since the last look. Returns how many settings changed.
+    ``moved=False``: the bones cannot have moved since the last look unless they were renamed too (no depsgraph update
+    in between: an operator's call), so only their names are read."""
+    changed = 0
+    for data in bpy.data.armatures if datas is None else datas:
+        if data.library is not None:
+            continue
+        key = data.as_pointer()
+        before, names = _bones_seen.get(key), tuple(data.bones.keys())
+        if before is not None and before[0] == names and not moved:
+            continue
+        now = _bones_seen[key] = names, _bone_ends(data, names)
+        if before is None or before[0] == names:
+            continue
+        renames = _renames(before, now)
+        if not renames:
+            continue
+        for obj in bpy.data.objects:
+            if obj.type != "ARMATURE" or obj.library is not None or not len(obj.blender_ik.chains):
+                continue
+            for chain_settings in obj.blender_ik.chains:
+                for attribute, role in _BONE_SETTINGS:
+                    owner = obj if role is None else getattr(chain_settings, role)
+                    name = getattr(chain_settings, attribute)
+                    if (owner is not None and owner.type == "ARMATURE" and owner.data == data
+                            and name in renames):
+                        setattr(chain_settings, attribute, renames[name])
+                        changed += 1
+    return changed
+
+
+def forget_bones():
+    """After a file load, an undo or a redo: the remembered bones may be another file's, or the future's."""
+    _bones_seen.clear()
 
 
 classes = (BLENDER_IK_PG_chain, BLENDER_IK_PG_settings)
