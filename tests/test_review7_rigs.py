@@ -12,17 +12,22 @@ def _tip_miss(bpy, obj, target):
     return (tail - target.matrix_world.translation).length
 
 
+def _build_b3(bpy, obj, target):
+    """A chain 'b3' on ``obj`` reaching for ``target``, its rig built."""
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = target
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+
+
 def _built_pair(bpy, how):
     """Two armature objects on one Armature datablock, each with a built rig on chain 'b3': the second an
     Alt+D duplicate of the first (its rig record, constraints and drivers copied with it), or a second object
     given the datablock and its own chain, built on its own."""
     original = build_arm(name="Body")
     original_target = add_empty("Target", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
-    chain = original.blender_ik.chains.add()
-    chain.name = chain.tip_bone = "b3"
-    chain.target = original_target
-    bpy.context.view_layer.objects.active = original
-    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    _build_b3(bpy, original, original_target)
     if how == "alt_d":
         for obj in bpy.context.view_layer.objects:
             obj.select_set(obj is original)
@@ -34,11 +39,7 @@ def _built_pair(bpy, how):
         bpy.context.scene.collection.objects.link(copy)
         copy.location = (3.0, 0.0, 0.0)
         copy_target = add_empty("Target.copy", location=(3.7, 0.2, 1.0), rotation=(0.3, 0.1, 0.2))
-        chain = copy.blender_ik.chains.add()
-        chain.name = chain.tip_bone = "b3"
-        chain.target = copy_target
-        bpy.context.view_layer.objects.active = copy
-        assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+        _build_b3(bpy, copy, copy_target)
     assert copy is not original and copy.data == original.data
     return (original, original_target), (copy, copy_target)
 
@@ -263,6 +264,18 @@ def test_a_bake_follows_a_parent_posed_by_another_bones_ik_or_spline_ik(blender,
         assert (tip - target.matrix_world.translation).length < 1e-5 * length, frame
 
 
+def _arm_with_finger(bpy):
+    """The arm (root > b1 > b2 > b3), active, with a bone 'finger' below its tip."""
+    from scenes import add_bone
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    tip = obj.data.edit_bones["b3"]
+    add_bone(obj.data, "finger", tip.tail, tip.tail + (tip.tail - tip.head) * 0.5, tip, connect=True)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return obj
+
+
 @pytest.mark.parametrize("chain_count, influence", [(0, "keyed"), (2, "keyed"), (0, "constant"), (1, "keyed")])
 def test_an_ik_constraint_below_the_chain_that_reaches_into_it_is_refused_by_the_bake(blender, chain_count, influence):
     """An IK constraint on a bone below the chain (a finger) whose Chain Length reaches into the chain (0, Blender's
@@ -272,16 +285,10 @@ def test_an_ik_constraint_below_the_chain_that_reaches_into_it_is_refused_by_the
     refused, naming the constraint, and nothing changes (a constant one is refused by the self-check, which sees it on
     the current frame); one that poses only the finger (Chain Length 1) bakes."""
     bpy = blender
-    from scenes import add_bone
     from blender_ik_addon import keys
     from blender_ik_addon.chain import ChainError
     from blender_ik_addon.ops import bake_armature
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    tip = obj.data.edit_bones["b3"]
-    add_bone(obj.data, "finger", tip.tail, tip.tail + (tip.tail - tip.head) * 0.5, tip, connect=True)
-    bpy.ops.object.mode_set(mode="OBJECT")
+    obj = _arm_with_finger(bpy)
     constraint = obj.pose.bones["finger"].constraints.new("IK")
     constraint.target, constraint.chain_count = add_empty("Look", (0.3, -0.5, 1.0)), chain_count
     if influence == "keyed":
@@ -319,13 +326,7 @@ def test_build_rig_refuses_another_bones_ik_that_reaches_into_the_chain(blender,
     0.97 off the target (44% of the chain). Refused, naming the constraint, nothing added; one that poses only its own
     bone (Chain Length 1) builds and the tip lands on the target."""
     bpy = blender
-    from scenes import add_bone
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    tip = obj.data.edit_bones["b3"]
-    add_bone(obj.data, "finger", tip.tail, tip.tail + (tip.tail - tip.head) * 0.5, tip, connect=True)
-    bpy.ops.object.mode_set(mode="OBJECT")
+    obj = _arm_with_finger(bpy)
     constraint = obj.pose.bones["finger"].constraints.new(constraint_type)
     if constraint_type == "IK":
         constraint.target = add_empty("Look", (0.3, -0.5, 1.0))
