@@ -73,14 +73,14 @@ def _two_arms(bpy):
             bone.use_connect = parent is not root
             parent = bone
     bpy.ops.object.mode_set(mode="OBJECT")
-    target = add_empty(location=(0.7, 0.25, 1.25))
+    target = add_empty(location=(0.6, 0.2, 1.35))
     chain = obj.blender_ik.chains.add()
     chain.name, chain.tip_bone, chain.target = "arm", "hand.L", target
     bpy.context.view_layer.update()
     return obj, target, chain
 
 
-@pytest.mark.parametrize("how", ["flip_names", "script_swap"])
+@pytest.mark.parametrize("how", ["flip_names", "script_swap", "edit_mode_swap"])
 def test_names_swapped_in_one_go_follow_the_bones(blender, how):
     """Pose > Names > Flip Names on the whole figure (one operator, one update) swaps every .L and .R name: the bones
     stay where they are, and Blender's constraints stay on them. The chain must stay on the left arm (now named
@@ -98,11 +98,14 @@ def test_names_swapped_in_one_go_follow_the_bones(blender, how):
         assert bpy.ops.pose.flip_names() == {"FINISHED"}
         bpy.ops.object.mode_set(mode="OBJECT")
     else:
-        bones = obj.data.bones
+        if how == "edit_mode_swap":
+            bpy.ops.object.mode_set(mode="EDIT")
+        bones = obj.data.edit_bones if how == "edit_mode_swap" else obj.data.bones
         for name in ("upper", "fore", "hand"):
             bones[f"{name}.L"].name = "tmp"
             bones[f"{name}.R"].name = f"{name}.L"
             bones["tmp"].name = f"{name}.R"
+        bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
     assert left_hand.name == "hand.R" and left_hand.bone.head_local.x > 0.0
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
