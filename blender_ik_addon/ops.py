@@ -44,6 +44,8 @@ class _ArmatureOperator:
         except ChainError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
+        finally:  # bones a rig added or removed here are no renames for a script's next call
+            props.follow_renames(props.bone_datas(armature), moved=False)
 
 
 def _check_unique_names(armature):

@@ -276,14 +276,23 @@ def _bone_ends(data, names):
 
 
 def _renames(before, now):
-    """{old name: new name} of the bones renamed between two looks at an Armature datablock."""
+    """{old name: new name} of the bones renamed between two looks at an Armature datablock.
+
+    A name whose bone is no longer where it was (gone, or now on another bone: names swapped, as Flip Names does
+    in one go) pairs with the one name that now has that bone's head and tail. A name that now has another bone's
+    place is taken only when its own bone went somewhere too (else that bone was moved, and the name stays its).
+    Every new name must be on a bone some name was on: one that is not is an added bone, or a renamed one moved
+    aside, and then a copy left at the old place would be taken for the renamed bone, so nothing is followed."""
     (old_names, old_ends), (names, ends) = before, now
-    gone, new = set(old_names) - set(names), [name for name in names if name not in old_ends]
-    renames = {}
-    for name in gone:
-        found = [candidate for candidate in new if ends[candidate] == old_ends[name]]
-        if len(found) == 1:
-            renames[name] = found[0]
+    new = [name for name in names if name not in old_ends]
+    shuffled = [name for name in names if name in old_ends and ends[name] != old_ends[name]]
+    sources = [name for name in old_names if name not in ends] + shuffled
+    left = {old_ends[name] for name in sources}
+    if any(ends[name] not in left for name in new):
+        return {}
+    found = {name: [other for other in new + shuffled if ends[other] == old_ends[name]] for name in sources}
+    renames = {name: others[0] for name, others in found.items()
+               if len(others) == 1 and (others[0] not in old_ends or found[others[0]])}
     return renames if len(set(renames.values())) == len(renames) else {}
 
 

@@ -133,3 +133,36 @@ def test_a_rename_after_a_built_rig_is_followed_by_the_next_operator(blender):
     assert chain.tip_bone == "hand"
     bpy.context.view_layer.update()
     assert (obj.matrix_world @ obj.pose.bones["hand"].tail - target.matrix_world.translation).length < 1e-5
+
+
+@pytest.mark.parametrize("case, followed", [("another_bone_moved", True), ("another_bone_deleted", True),
+                                            ("a_bone_added", False), ("deleted_and_another_moved_there", False)])
+def test_a_rename_among_other_edits_in_one_edit_mode_session(blender, case, followed):
+    """A rename is followed alongside moves and deletions of other bones; a bone added in the same session could be
+    a copy left where the renamed bone was, and a bone moved onto a deleted one's place is not that bone: the setting
+    then keeps its name."""
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    bpy.ops.object.mode_set(mode="EDIT")
+    bones = obj.data.edit_bones
+    if case == "deleted_and_another_moved_there":
+        head, tail = bones["b3"].head.copy(), bones["b3"].tail.copy()
+        bones.remove(bones["b3"])
+        bones["root"].head, bones["root"].tail = head, tail
+    else:
+        bones["b3"].name = "hand"
+        if case == "another_bone_moved":
+            bones["root"].tail.x += 0.05
+        elif case == "another_bone_deleted":
+            bones.remove(bones["root"])
+        else:
+            extra = bones.new("extra")
+            extra.head, extra.tail = (2.0, 0.0, 0.0), (2.0, 0.0, 0.5)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.update()
+    assert chain.tip_bone == ("hand" if followed else "b3")
