@@ -166,3 +166,35 @@ def test_a_rename_among_other_edits_in_one_edit_mode_session(blender, case, foll
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
     assert chain.tip_bone == ("hand" if followed else "b3")
+
+
+@pytest.mark.parametrize("mirrored", ["hand.L", "foot.L"])
+def test_a_refused_rebuild_keeps_the_rigs_that_were_built(blender, mirrored):
+    """Both limbs' rigs are built and followed; then one target Empty gets a mirroring scale (a control mirrored
+    for the other side), which the rig refuses, and the rigger presses Build Rig (All) again. The refusal must change
+    nothing: both rigs stay, and Blender still shows each tip on its target."""
+    bpy = blender
+    from test_chains import body_with_chains
+
+    from blender_ik_addon import native_rig
+
+    obj = body_with_chains(bpy, ["hand.L", "foot.L"])
+    for chain in obj.blender_ik.chains:
+        chain.target.location.z += 0.05
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    settings = [(chain.name, chain.rig_name, chain.rig_signature) for chain in obj.blender_ik.chains]
+    bones = sorted(bone.name for bone in obj.data.bones)
+    chains = {chain.tip_bone: chain for chain in obj.blender_ik.chains}
+    chains[mirrored].target.scale.x = -1.0
+    bpy.context.view_layer.update()
+    with pytest.raises(RuntimeError, match="mirroring"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert native_rig.built_chains(obj) == ["foot.L", "hand.L"]
+    assert [(chain.name, chain.rig_name, chain.rig_signature) for chain in obj.blender_ik.chains] == settings
+    assert sorted(bone.name for bone in obj.data.bones) == bones
+    chains[mirrored].target.scale.x = 1.0
+    for chain in obj.blender_ik.chains:
+        chain.target.location.z += 0.05
+    bpy.context.view_layer.update()
+    for tip, chain in chains.items():
+        assert (obj.matrix_world @ obj.pose.bones[tip].tail - chain.target.matrix_world.translation).length < 1e-4
