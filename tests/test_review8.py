@@ -198,3 +198,30 @@ def test_a_refused_rebuild_keeps_the_rigs_that_were_built(blender, mirrored):
     bpy.context.view_layer.update()
     for tip, chain in chains.items():
         assert (obj.matrix_world @ obj.pose.bones[tip].tail - chain.target.matrix_world.translation).length < 1e-4
+
+
+@pytest.mark.parametrize("renamed", ["b1", "b2", "b3"])
+def test_a_rename_in_edit_mode_with_live_on_raises_nothing_in_the_handler(blender, capfd, renamed):
+    """Live on, the rigger renames a chain bone in Edit Mode: the pose bone takes the new name at once, the bone only
+    when Edit Mode is left. Live's handler must not fail over it (a traceback in the console, and the other live
+    chains of that update left unsolved); once back in Object Mode the chain follows the rename and its target."""
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    chain.live = True
+    bpy.context.view_layer.update()
+    capfd.readouterr()
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones[renamed].name = "renamed"
+    bpy.context.view_layer.update()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target.location.x -= 0.05
+    bpy.context.view_layer.update()
+    assert "Error in bpy.app.handlers" not in capfd.readouterr().err
+    assert chain.tip_bone == ("renamed" if renamed == "b3" else "b3")
+    tip = obj.pose.bones[chain.tip_bone]
+    assert (obj.matrix_world @ tip.tail - target.matrix_world.translation).length < 1e-5
