@@ -263,7 +263,7 @@ def migrate_all():
 # their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through Edit Mode); a name that
 # is gone becomes the one new name whose bone has its head and tail. Anything less clear (several new bones there, a
 # bone moved as it was renamed, two names swapped) changes nothing, and the chain names the bone it no longer finds.
-_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail})
+_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail}, in Edit Mode then)
 _BONE_SETTINGS = (("tip_bone", None), ("target_bone", "target"), ("pole_bone", "pole"))
 
 
@@ -283,7 +283,7 @@ def _renames(before, now):
     place is taken only when its own bone went somewhere too (else that bone was moved, and the name stays its).
     Every new name must be on a bone some name was on: one that is not is an added bone, or a renamed one moved
     aside, and then a copy left at the old place would be taken for the renamed bone, so nothing is followed."""
-    (old_names, old_ends), (names, ends) = before, now
+    (old_names, old_ends, _), (names, ends, _) = before, now
     new = [name for name in names if name not in old_ends]
     shuffled = [name for name in names if name in old_ends and ends[name] != old_ends[name]]
     sources = [name for name in old_names if name not in ends] + shuffled
@@ -318,10 +318,14 @@ def follow_renames(datas=None, moved=True):
         if data.library is not None:
             continue
         key = data.as_pointer()
-        before, names = _bones_seen.get(key), tuple(data.bones.keys())
-        if before is not None and before[0] == names and not moved:
+        before, names, editing = _bones_seen.get(key), tuple(data.bones.keys()), data.is_editmode
+        # A bone's rest head and tail are read-only outside Edit Mode: with the same names, they can have changed
+        # only if Edit Mode was on at this look or the last (every pose change lists the Armature datablock, and
+        # reading them all costs 0.3 ms on a 700-bone rig). Ends left stale (Apply Pose as Rest) only make a
+        # later rename of a bone moved that way go unfollowed.
+        if before is not None and before[0] == names and not (moved and (editing or before[2])):
             continue
-        now = _bones_seen[key] = names, _bone_ends(data, names)
+        now = _bones_seen[key] = names, _bone_ends(data, names), editing
         if before is None or before[0] == names:
             continue
         renames = _renames(before, now)

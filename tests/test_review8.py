@@ -225,3 +225,33 @@ def test_a_rename_in_edit_mode_with_live_on_raises_nothing_in_the_handler(blende
     assert chain.tip_bone == ("renamed" if renamed == "b3" else "b3")
     tip = obj.pose.bones[chain.tip_bone]
     assert (obj.matrix_world @ tip.tail - target.matrix_world.translation).length < 1e-5
+
+
+@pytest.mark.parametrize("renamed_in", ["edit_mode", "object_mode"])
+def test_a_bone_moved_in_edit_mode_then_renamed_later_is_followed(blender, renamed_in):
+    """The rigger moves the hand bone in Edit Mode (no rename), goes back to Object Mode, poses a little, and later
+    renames it: the rest head and tail the add-on remembers must be the moved ones, so the rename is followed."""
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["b3"].tail.z += 0.1
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.update()
+    obj.pose.bones["b1"].rotation_quaternion = (0.99, 0.1, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    if renamed_in == "edit_mode":
+        bpy.ops.object.mode_set(mode="EDIT")
+        obj.data.edit_bones["b3"].name = "hand"
+        bpy.ops.object.mode_set(mode="OBJECT")
+    else:
+        obj.data.bones["b3"].name = "hand"
+    bpy.context.view_layer.update()
+    assert chain.tip_bone == "hand"
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert (obj.matrix_world @ obj.pose.bones["hand"].tail - target.matrix_world.translation).length < 1e-5
