@@ -255,3 +255,36 @@ def test_a_bone_moved_in_edit_mode_then_renamed_later_is_followed(blender, renam
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     bpy.context.view_layer.update()
     assert (obj.matrix_world @ obj.pose.bones["hand"].tail - target.matrix_world.translation).length < 1e-5
+
+
+_FLIPPED = {"TRACK_X": "TRACK_NEGATIVE_X", "TRACK_Z": "TRACK_NEGATIVE_Z", "TRACK_NEGATIVE_X": "TRACK_X",
+            "TRACK_NEGATIVE_Z": "TRACK_Z"}
+
+
+@pytest.mark.parametrize("plane", ["PARENT", "TARGET"])
+def test_build_rig_refuses_a_rig_that_bends_the_middle_joint_elsewhere(blender, monkeypatch, plane):
+    """The self-check must look at the whole chain, not only the tip: a rig whose bend plane is turned half a turn
+    behind the builder's back (the tip and the last bone where the solve puts them, the elbow 0.4 away on the other
+    side) is wrong, and Build Rig refuses it and removes it."""
+    bpy = blender
+    from test_chains import body_with_chains
+
+    from blender_ik_addon import native_rig
+
+    obj = body_with_chains(bpy, ["hand.L"])
+    chain = obj.blender_ik.chains[0]
+    chain.plane = plane
+    chain.target.location.z += 0.1
+    chain.target.location.y -= 0.05
+    bpy.context.view_layer.update()
+    build = native_rig.build
+
+    def build_then_flip(armature, read, spec):
+        build(armature, read, spec)
+        constraint = armature.pose.bones[f"IKR-{spec.name}-aim"].constraints["IKR bend plane"]
+        constraint.track_axis = _FLIPPED[constraint.track_axis]
+
+    monkeypatch.setattr(native_rig, "build", build_then_flip)
+    with pytest.raises(RuntimeError, match="the rig was removed"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert native_rig.built_chains(obj) == [] and chain.rig_name == ""
