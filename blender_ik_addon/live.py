@@ -76,9 +76,11 @@ def _armature_inputs(armature, tip_bone):
         names = chain_names(armature, tip_bone)
     except ChainError:
         names = None
+    pose_bones, bones = armature.pose.bones, armature.data.bones
+    if names is not None and not all(name in pose_bones for name in names):
+        names = None  # Edit Mode: a renamed edit bone renames its pose bone at once, its bone only on leaving
     chain, parent = None, None
     if names is not None:
-        pose_bones, bones = armature.pose.bones, armature.data.bones
         read = []
         for name in names:
             pose_bone, bone = pose_bones[name], bones[name]

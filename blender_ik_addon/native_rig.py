@@ -140,12 +140,13 @@ def set_muted(armature, chain_name, muted):
         constraint.mute = muted
 
 
-def _check(armature, chain, spec):
-    """The rig's own refusals (the solver's are the caller's: read_chain and check_target first)."""
+def check(armature, chain, spec, replaced=()):
+    """The rig's own refusals (the solver's are the caller's: read_chain and check_target first); ``replaced``: the
+    names of the rigs the caller removes before building (a rebuild checks every chain before removing any)."""
     name = spec.name
     if not name:
         raise ChainError("The chain needs a name to build a rig for it")
-    if is_built(armature, name):
+    if is_built(armature, name) and name not in replaced:
         raise ChainError(f"Chain '{name}' already has a rig; remove it first")
     if armature.data.library is not None or armature.data.override_library is not None:
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
@@ -413,7 +414,7 @@ def build(armature, chain, spec):
     run the solver's other refusals, check_target); ``spec``: its settings (name, target, target_bone,
     up_axis, plane 'TARGET'/'POLE'/'PARENT', pole, pole_bone, bend, roll_axis). Raises ChainError,
     changing nothing, on a chain the rig cannot be built for."""
-    _check(armature, chain, spec)
+    check(armature, chain, spec)
     record = _record(armature)
     data = armature.data
     entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],

@@ -44,6 +44,8 @@ class _ArmatureOperator:
         except ChainError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
+        finally:  # bones a rig added or removed here are no renames for a script's next call
+            props.follow_renames(props.bone_datas(armature), moved=False)
 
 
 def _check_unique_names(armature):
@@ -584,6 +586,13 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                                          "into this chain; mute or remove it, or shorten its Chain Length so that it "
                                          "stops below the chain", spec.label)
         read = {spec: chain for level in levels for spec, chain in level}
+        # The rig's own refusals too, before any rig is removed: a rebuild refused halfway would lose working rigs.
+        replaced = {props.rig_key(chain_settings) for chain_settings in chosen}
+        for spec in specs:
+            try:
+                native_rig.check(armature, read[spec], spec, replaced)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
         built = []
         try:
             for chain_settings, spec in zip(chosen, specs):

@@ -263,7 +263,7 @@ def migrate_all():
 # their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through Edit Mode); a name that
 # is gone becomes the one new name whose bone has its head and tail. Anything less clear (several new bones there, a
 # bone moved as it was renamed, two names swapped) changes nothing, and the chain names the bone it no longer finds.
-_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail})
+_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail}, in Edit Mode then)
 _BONE_SETTINGS = (("tip_bone", None), ("target_bone", "target"), ("pole_bone", "pole"))
 
 
@@ -276,14 +276,23 @@ def _bone_ends(data, names):
 
 
 def _renames(before, now):
-    """{old name: new name} of the bones renamed between two looks at an Armature datablock."""
-    (old_names, old_ends), (names, ends) = before, now
-    gone, new = set(old_names) - set(names), [name for name in names if name not in old_ends]
-    renames = {}
-    for name in gone:
-        found = [candidate for candidate in new if ends[candidate] == old_ends[name]]
-        if len(found) == 1:
-            renames[name] = found[0]
+    """{old name: new name} of the bones renamed between two looks at an Armature datablock.
+
+    A name whose bone is no longer where it was (gone, or now on another bone: names swapped, as Flip Names does
+    in one go) pairs with the one name that now has that bone's head and tail. A name that now has another bone's
+    place is taken only when its own bone went somewhere too (else that bone was moved, and the name stays its).
+    Every new name must be on a bone some name was on: one that is not is an added bone, or a renamed one moved
+    aside, and then a copy left at the old place would be taken for the renamed bone, so nothing is followed."""
+    (old_names, old_ends, _), (names, ends, _) = before, now
+    new = [name for name in names if name not in old_ends]
+    shuffled = [name for name in names if name in old_ends and ends[name] != old_ends[name]]
+    sources = [name for name in old_names if name not in ends] + shuffled
+    left = {old_ends[name] for name in sources}
+    if any(ends[name] not in left for name in new):
+        return {}
+    found = {name: [other for other in new + shuffled if ends[other] == old_ends[name]] for name in sources}
+    renames = {name: others[0] for name, others in found.items()
+               if len(others) == 1 and (others[0] not in old_ends or found[others[0]])}
     return renames if len(set(renames.values())) == len(renames) else {}
 
 
@@ -309,10 +318,14 @@ def follow_renames(datas=None, moved=True):
         if data.library is not None:
             continue
         key = data.as_pointer()
-        before, names = _bones_seen.get(key), tuple(data.bones.keys())
-        if before is not None and before[0] == names and not moved:
+        before, names, editing = _bones_seen.get(key), tuple(data.bones.keys()), data.is_editmode
+        # A bone's rest head and tail are read-only outside Edit Mode: with the same names, they can have changed
+        # only if Edit Mode was on at this look or the last (every pose change lists the Armature datablock, and
+        # reading them all costs 0.3 ms on a 700-bone rig). Ends left stale (Apply Pose as Rest) only make a
+        # later rename of a bone moved that way go unfollowed.
+        if before is not None and before[0] == names and not (moved and (editing or before[2])):
             continue
-        now = _bones_seen[key] = names, _bone_ends(data, names)
+        now = _bones_seen[key] = names, _bone_ends(data, names), editing
         if before is None or before[0] == names:
             continue
         renames = _renames(before, now)

@@ -73,19 +73,16 @@ def test_the_chain_follows_a_renamed_bone(blender, how, setting):
     assert _tip_miss(bpy, obj, chain) < 1e-5
 
 
-@pytest.mark.parametrize("case", ["swapped", "renamed_and_moved", "duplicated_then_renamed", "deleted"])
+@pytest.mark.parametrize("case", ["renamed_and_moved", "duplicated_then_renamed", "deleted"])
 def test_anything_less_clear_than_a_rename_changes_nothing(blender, case):
-    """Two names swapped, a bone renamed while it was moved, a duplicate at the same place as the renamed bone, a bone
+    """A bone renamed while it was moved, a duplicate at the same place as the renamed bone, a bone
     deleted: the setting keeps its name (the chain then names the bone it no longer finds, or uses the one of that
     name), never a guess."""
     bpy = blender
     obj, chain = _arm_with_chain(bpy)
     bpy.ops.object.mode_set(mode="EDIT")
     bones = obj.data.edit_bones
-    if case == "swapped":
-        bones["b3"].name, bones["b2"].name = "tmp", "b3"
-        bones["tmp"].name = "b2"
-    elif case == "renamed_and_moved":
+    if case == "renamed_and_moved":
         bones["b3"].name = "hand"
         bones["hand"].tail.z += 0.1
     elif case == "duplicated_then_renamed":
