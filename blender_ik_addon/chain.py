@@ -469,13 +469,18 @@ def _read_chain(armature, names):
     elbow = links[0]
     wrist = add(links[0], _row_times(rotation2, links[1]))
     last = tuple(row[1] for row in rotation3[:3])  # rotation3 @ (0, 1, 0)
-    axis = _float_unit(wrist)
-    bend = reject(elbow, axis)
-    if math.sqrt(dot(bend, bend)) > 1e-6 * lengths[0]:
-        normal = _float_unit(cross(axis, bend))
-    else:  # a straight chain bends about its first bone's X axis, as Blender's own IK does
-        normal, _ = normalize_or(_ops.FLOAT, reject((1.0, 0.0, 0.0), axis),
-                                 lambda: any_perpendicular(_ops.FLOAT, axis), 1.0, 1e-12)
+    if math.sqrt(dot(wrist, wrist)) <= 1e-6 * sum(lengths):
+        # The wrist on the base at rest (a third bone that starts where the first does): no base-to-wrist line, so no
+        # rest bend plane; it bends about the first bone's X axis, as a straight chain does, not about float noise.
+        axis, bend, normal = (0.0, 0.0, 0.0), elbow, (1.0, 0.0, 0.0)
+    else:
+        axis = _float_unit(wrist)
+        bend = reject(elbow, axis)
+        if math.sqrt(dot(bend, bend)) > 1e-6 * lengths[0]:
+            normal = _float_unit(cross(axis, bend))
+        else:  # a straight chain bends about its first bone's X axis, as Blender's own IK does
+            normal, _ = normalize_or(_ops.FLOAT, reject((1.0, 0.0, 0.0), axis),
+                                     lambda: any_perpendicular(_ops.FLOAT, axis), 1.0, 1e-12)
     rest_toward = dot(bend, reject(last, axis)) >= 0.0
     rest_normals = [normal, _column_times(rotation2, normal), _column_times(rotation3, normal)]
     # Each bone's rest frame [direction, normal made ⟂ to it, their cross product], as rows.
@@ -1143,12 +1148,22 @@ def pose_error(chain, solution, index=0):
     return (tip - Vector(solution.joints[index][3])).length, angle
 
 
-def verify_pose(chain, solution, index=0):
+def verify_pose(chain, solution, index=0, middle=False):
     """Refuse a pose Blender does not show as solved (something in the scene changes the result in a way
-    the add-on cannot follow). Call after the pose was evaluated."""
+    the add-on cannot follow). Call after the pose was evaluated. ``middle``: the middle joint must be where the
+    solve put it too (a built rig: its tracking picks the same plane), unless the wrist is within 1% of the chain's
+    reach of the base, where float32 noise in the goal turns the plane anywhere about the base."""
     distance, angle = pose_error(chain, solution, index)
     scale = max(chain.floats.size, Vector(solution.joints[index][3]).length)
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
                          "result in a way the add-on cannot follow; nothing was changed")
+    joints = [Vector(joint) for joint in solution.joints[index]]
+    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
+    if middle and (joints[2] - joints[0]).length > 0.01 * reach:
+        off = (chain.pose_bones[1].head - joints[1]).length
+        if not off <= POSE_TOLERANCE * scale:
+            raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {off:.3g} from where the solve put "
+                             "it, with the tip on it: the chain bends in another plane than the solve's; nothing was "
+                             "changed")

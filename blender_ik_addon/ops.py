@@ -606,11 +606,13 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                 chain_settings.rig_name = spec.label
             evaluate_now()
             # The self-check, as Solve's: the pose Blender evaluates with the rigs on must be the solve of the goals and
-            # of the chain's parent as evaluated (a chain below another one moves with that one's rig).
+            # of the chain's parent as evaluated (a chain below another one moves with that one's rig), the middle
+            # joint too where the bend plane is defined (where it is not, the rig's tracking picks a plane of its own).
             for level in levels:
                 for spec, chain in level:
+                    solution = solve_current(chain, spec, validated=True).solution
                     try:
-                        verify_pose(chain, solve_current(chain, spec, validated=True).solution)
+                        verify_pose(chain, solution, middle=not solution.degenerate[0])
                     except ChainError as error:
                         raise ChainError(str(error).replace("nothing was changed", "the rig was removed"),
                                          spec.label) from None

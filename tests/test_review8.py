@@ -1,4 +1,5 @@
 """Review 8: bone renames as a rigger makes them, judged by what Blender shows after a Solve."""
+import numpy as np
 import pytest
 
 from rigs import add_empty, build_arm
@@ -288,3 +289,42 @@ def test_build_rig_refuses_a_rig_that_bends_the_middle_joint_elsewhere(blender, 
     with pytest.raises(RuntimeError, match="the rig was removed"):
         bpy.ops.blender_ik.build_rig(chains="ALL")
     assert native_rig.built_chains(obj) == [] and chain.rig_name == ""
+
+
+def test_a_chain_whose_wrist_starts_on_its_base_bends_about_the_first_bones_x_axis(blender):
+    """A third bone that starts where the first does (Rigify horse's spine > spine.001 > pelvis.L) leaves no rest
+    base-to-wrist line, so no rest bend plane: the chain bends about its first bone's X axis, as a straight chain does
+    (the rest normal used to be float noise of length 1e-15, and the plane whatever that noise pointed to). Solve puts
+    the middle joint in that plane with the tip on the target, and Build Rig, which checks the middle joint too, builds
+    the same pose."""
+    bpy = blender
+    from mathutils import Vector
+    from scenes import add_bone, new_armature
+    from blender_ik_addon import chain as chain_module
+    obj = new_armature("Odd")
+    root = add_bone(obj.data, "root", (0.0, 0.0, -0.3), (0.0, 0.0, 0.0))
+    b1 = add_bone(obj.data, "b1", (0.0, 0.0, 0.0), (0.0, 0.1, 1.0), root, connect=True)
+    b2 = add_bone(obj.data, "b2", (0.0, 0.1, 1.0), (0.0, 0.5, 0.5), b1, connect=True)
+    add_bone(obj.data, "b3", (0.0, 0.0, 0.0), (0.2, 0.3, 0.4), b2)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert chain_module.read_chain(obj, "b3").floats.rest_normal == (1.0, 0.0, 0.0)
+    target = add_empty("Target", (0.3, 0.5, 0.9), (0.4, 0.2, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "odd", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    pose = obj.pose.bones
+    hinge = (obj.matrix_world.to_3x3() @ obj.data.bones["b1"].matrix_local.to_3x3() @ Vector((1.0, 0.0, 0.0)))
+    base = obj.matrix_world @ pose["b1"].head
+    axis = (obj.matrix_world @ pose["b3"].head - base).normalized()
+    normal = (hinge - hinge.dot(axis) * axis).normalized()  # Follow Parent: the hinge made perpendicular to the axis
+    assert abs((obj.matrix_world @ pose["b2"].head - base).dot(normal)) < 1e-5
+    assert (obj.matrix_world @ pose["b3"].tail - target.matrix_world.translation).length < 1e-5
+    solved = [tuple(obj.matrix_world @ pose[name].head) for name in ("b2", "b3")]
+    for bone in pose:
+        bone.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    built = [tuple(obj.matrix_world @ pose[name].head) for name in ("b2", "b3")]
+    assert np.allclose(built, solved, atol=1e-5)
