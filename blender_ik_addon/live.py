@@ -255,30 +255,34 @@ def rescan():
 
 
 def _updated(depsgraph):
-    """The pointers of the (original) IDs a depsgraph update lists, and the Armature datablocks among them; marks the
-    cache stale when one is a live armature the cache does not know (duplicated, appended, renamed)."""
-    updated, armature_datas = set(), []
+    """The pointers of the (original) IDs a depsgraph update lists, the Armature datablocks among them and the armature
+    objects with chains; marks the cache stale when one is a live armature the cache does not know (duplicated,
+    appended, renamed)."""
+    updated, armature_datas, chained = set(), [], []
     for update in depsgraph.updates:
         original = getattr(update.id, "original", update.id)
         updated.add(original.as_pointer())
         if isinstance(original, bpy.types.Armature):
             armature_datas.append(original)
-        elif (not _stale[0] and isinstance(original, bpy.types.Object) and original.name not in _live
-                and _has_live(original)):
-            _stale[0] = True
-    return updated, armature_datas
+        elif isinstance(original, bpy.types.Object) and original.type == "ARMATURE":
+            if len(original.blender_ik.chains):
+                chained.append(original)
+            if not _stale[0] and original.name not in _live and _has_live(original):
+                _stale[0] = True
+    return updated, armature_datas, chained
 
 
 def follow(scene, depsgraph=None):
     if runtime.is_paused():
         return
-    updated, armature_datas = _updated(depsgraph) if depsgraph is not None else (None, ())
+    updated, armature_datas, chained = _updated(depsgraph) if depsgraph is not None else (None, (), ())
     if _stale[0]:
         with runtime.paused():
             rescan()
-    elif armature_datas:  # bones renamed: the chains' bone settings follow
+    elif armature_datas or chained:  # bones renamed: the chains' bone settings follow
         with runtime.paused():
-            props.follow_renames(armature_datas)
+            props.follow_renames(props.unseen_datas(chained))  # chains set up (or given new goals) by a script
+            props.follow_renames(armature_datas, seen_only=True)
     if not _live:
         return
     armatures = []

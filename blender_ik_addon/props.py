@@ -259,10 +259,10 @@ def migrate_all():
 
 # -- Bone renames ----------------------------------------------------------------------------------------
 # Blender renames a bone in constraints, drivers and vertex groups, not in an add-on's settings. The chains' bone
-# settings (tip, target and pole bones) follow a rename: each Armature datablock is remembered as its bone names and
-# their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through Edit Mode); a name that
-# is gone becomes the one new name whose bone has its head and tail. Anything less clear (several new bones there, a
-# bone moved as it was renamed, two names swapped) changes nothing, and the chain names the bone it no longer finds.
+# settings (tip, target and pole bones) follow a rename: each Armature datablock a chain names bones of is remembered as
+# its bone names and their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through
+# Edit Mode); a name whose bone is no longer where it was moves to the one name now there (see _renames). Anything less
+# clear changes nothing, and the chain names the bone it no longer finds.
 _bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail}, in Edit Mode then)
 _BONE_SETTINGS = (("tip_bone", None), ("target_bone", "target"), ("pole_bone", "pole"))
 
@@ -308,16 +308,33 @@ def bone_datas(armature):
     return list(datas.values())
 
 
-def follow_renames(datas=None, moved=True):
-    """Look at the Armature datablocks ``datas`` (default: every one), remembering their bones, and point the chains'
-    bone settings at the new names of the bones renamed since the last look. Returns how many settings changed.
-    ``moved=False``: the bones cannot have moved since the last look unless they were renamed too (no depsgraph update
-    in between: an operator's call), so only their names are read."""
+def _named_datas():
+    """The Armature datablocks any local chain names bones of."""
+    datas = {}
+    for obj in bpy.data.objects:
+        if obj.type == "ARMATURE" and obj.library is None and len(obj.blender_ik.chains):
+            datas.update((data.as_pointer(), data) for data in bone_datas(obj))
+    return list(datas.values())
+
+
+def unseen_datas(objects):
+    """The Armature datablocks the chains of ``objects`` name bones of that have not been looked at yet."""
+    datas = {data.as_pointer(): data for obj in objects for data in bone_datas(obj)}
+    return [data for key, data in datas.items() if key not in _bones_seen]
+
+
+def follow_renames(datas=None, moved=True, seen_only=False):
+    """Look at the Armature datablocks ``datas`` (default: those any chain names bones of), remembering their bones,
+    and point the chains' bone settings at the new names of the bones renamed since the last look. Returns how many
+    settings changed. ``moved=False``: the bones cannot have moved since the last look unless they were renamed too
+    (no depsgraph update in between: an operator's call), so only their names are read. ``seen_only``: leave out the
+    datablocks not looked at before (a depsgraph update lists every armature whose pose changed, and a rig no chain
+    names bones of needs no look: 0.36 ms on a 700-bone one)."""
     changed = 0
-    for data in bpy.data.armatures if datas is None else datas:
-        if data.library is not None:
-            continue
+    for data in _named_datas() if datas is None else datas:
         key = data.as_pointer()
+        if data.library is not None or (seen_only and key not in _bones_seen):
+            continue
         before, names, editing = _bones_seen.get(key), tuple(data.bones.keys()), data.is_editmode
         # A bone's rest head and tail are read-only outside Edit Mode: with the same names, they can have changed
         # only if Edit Mode was on at this look or the last (every pose change lists the Armature datablock, and
