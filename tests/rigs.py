@@ -9,6 +9,17 @@ from scenes import (ROTATION_MODES, add_empty, build_arm, random_direction, rand
                     reachable_target)
 
 
+def arm_with_chain(bpy):
+    """The arm (scenes.build_arm), active, with its chain 'arm' on b3 reaching for an Empty, as Blender has evaluated
+    it. Returns (object, chain settings)."""
+    obj = build_arm()
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", add_empty(location=(0.9, 0.3, 1.1))
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    return obj, chain
+
+
 def chain_length_world(obj):
     return sum(obj.data.bones[f"b{i}"].length for i in (1, 2, 3)) * obj.matrix_world.median_scale
 

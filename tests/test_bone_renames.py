@@ -2,7 +2,7 @@
 by what Blender shows after a Solve; anything less clear than a rename changes nothing."""
 import pytest
 
-from rigs import add_empty, build_arm
+from rigs import arm_with_chain, build_arm
 
 HOW = ["object_mode", "edit_mode", "script_then_operator"]
 
@@ -44,16 +44,6 @@ def _arm_with_bone_goals(bpy):
     return obj, controls, chain
 
 
-def _arm_with_chain(bpy):
-    """The arm, active, its chain 'arm' on b3 reaching for an Empty, as Blender has evaluated it."""
-    obj = build_arm()
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "arm", "b3", add_empty(location=(0.9, 0.3, 1.1))
-    bpy.context.view_layer.objects.active = obj
-    bpy.context.view_layer.update()
-    return obj, chain
-
-
 @pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("setting", ["tip_bone", "target_bone", "pole_bone"])
 def test_the_chain_follows_a_renamed_bone(blender, how, setting):
@@ -79,7 +69,7 @@ def test_anything_less_clear_than_a_rename_changes_nothing(blender, case):
     deleted: the setting keeps its name (the chain then names the bone it no longer finds, or uses the one of that
     name), never a guess."""
     bpy = blender
-    obj, chain = _arm_with_chain(bpy)
+    obj, chain = arm_with_chain(bpy)
     bpy.ops.object.mode_set(mode="EDIT")
     bones = obj.data.edit_bones
     if case == "renamed_and_moved":
@@ -98,7 +88,7 @@ def test_anything_less_clear_than_a_rename_changes_nothing(blender, case):
 
 def test_undo_of_a_rename_leaves_the_chain_on_the_restored_name(blender):
     bpy = blender
-    obj, chain = _arm_with_chain(bpy)
+    obj, chain = arm_with_chain(bpy)
     bpy.ops.ed.undo_push(message="before the rename")
     obj.data.bones["b3"].name = "hand"
     bpy.context.view_layer.update()

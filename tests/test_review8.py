@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rigs import add_empty, build_arm
+from rigs import add_empty, arm_with_chain, build_arm
 
 
 def _arm_with_bone_target(bpy):
@@ -143,12 +143,7 @@ def test_a_rename_among_other_edits_in_one_edit_mode_session(blender, case, foll
     a copy left where the renamed bone was, and a bone moved onto a deleted one's place is not that bone: the setting
     then keeps its name."""
     bpy = blender
-    obj = build_arm()
-    target = add_empty(location=(0.9, 0.3, 1.1))
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
-    bpy.context.view_layer.objects.active = obj
-    bpy.context.view_layer.update()
+    obj, chain = arm_with_chain(bpy)
     bpy.ops.object.mode_set(mode="EDIT")
     bones = obj.data.edit_bones
     if case == "deleted_and_another_moved_there":
@@ -207,12 +202,8 @@ def test_a_rename_in_edit_mode_with_live_on_raises_nothing_in_the_handler(blende
     when Edit Mode is left. Live's handler must not fail over it (a traceback in the console, and the other live
     chains of that update left unsolved); once back in Object Mode the chain follows the rename and its target."""
     bpy = blender
-    obj = build_arm()
-    target = add_empty(location=(0.9, 0.3, 1.1))
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
-    bpy.context.view_layer.objects.active = obj
-    bpy.context.view_layer.update()
+    obj, chain = arm_with_chain(bpy)
+    target = chain.target
     chain.live = True
     bpy.context.view_layer.update()
     capfd.readouterr()
@@ -233,12 +224,8 @@ def test_a_bone_moved_in_edit_mode_then_renamed_later_is_followed(blender, renam
     """The rigger moves the hand bone in Edit Mode (no rename), goes back to Object Mode, poses a little, and later
     renames it: the rest head and tail the add-on remembers must be the moved ones, so the rename is followed."""
     bpy = blender
-    obj = build_arm()
-    target = add_empty(location=(0.9, 0.3, 1.1))
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
-    bpy.context.view_layer.objects.active = obj
-    bpy.context.view_layer.update()
+    obj, chain = arm_with_chain(bpy)
+    target = chain.target
     bpy.ops.object.mode_set(mode="EDIT")
     obj.data.edit_bones["b3"].tail.z += 0.1
     bpy.ops.object.mode_set(mode="OBJECT")
