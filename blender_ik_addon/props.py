@@ -308,13 +308,15 @@ def bone_datas(armature):
     return list(datas.values())
 
 
+def _chain_owners():
+    """The local armature objects that have chains."""
+    return (obj for obj in bpy.data.objects
+            if obj.type == "ARMATURE" and obj.library is None and len(obj.blender_ik.chains))
+
+
 def _named_datas():
     """The Armature datablocks any local chain names bones of."""
-    datas = {}
-    for obj in bpy.data.objects:
-        if obj.type == "ARMATURE" and obj.library is None and len(obj.blender_ik.chains):
-            datas.update((data.as_pointer(), data) for data in bone_datas(obj))
-    return list(datas.values())
+    return list({data.as_pointer(): data for obj in _chain_owners() for data in bone_datas(obj)}.values())
 
 
 def unseen_datas(objects):
@@ -348,9 +350,7 @@ def follow_renames(datas=None, moved=True, seen_only=False):
         renames = _renames(before, now)
         if not renames:
             continue
-        for obj in bpy.data.objects:
-            if obj.type != "ARMATURE" or obj.library is not None or not len(obj.blender_ik.chains):
-                continue
+        for obj in _chain_owners():
             for chain_settings in obj.blender_ik.chains:
                 for attribute, role in _BONE_SETTINGS:
                     owner = obj if role is None else getattr(chain_settings, role)
