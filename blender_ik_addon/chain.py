@@ -22,8 +22,7 @@ from mathutils import Matrix, Vector
 
 from . import rotations
 from .report import compact_frames
-from .solver import SolverInputError, _ops, solve_three_link
-from .solver import solve_one as solve_one_link
+from .solver import SolverInputError, _ops, plane_tolerance, solve_floats, solve_three_link
 from .solver._ops import (add, any_perpendicular, combine, cross, dot, normalize_or, reject, scale, select,
                           sub)
 
@@ -38,6 +37,8 @@ ANGLE_TOLERANCE = 1e-3
 # "PARENT": within this angle of the carried hinge axis the plane would spin (it turns up to 1/sin δ as fast
 # as the wrist direction); there the previous sample's plane is kept instead.
 PARENT_SINGULAR_TOLERANCE = math.radians(5.0)
+# The solver's plane tolerance for each singular angle a plane setting gives it, worked out once.
+_PLANE_TOLERANCES = {angle: plane_tolerance(angle) for angle in (0.0, PARENT_SINGULAR_TOLERANCE)}
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
 BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
 _BONE_FRAME_ROWS = tuple(map(tuple, BONE_FRAME.tolist()))
@@ -118,7 +119,11 @@ class ChainFloats:
     size: float  # l1 + l2 + l3
     rest_normal: tuple  # the rest bend-plane normal in the first bone's frame
     rest_frames: list  # per bone, the rows of its rest frame
-    offsets: tuple  # K₂, K₃: per offset, the columns of its 3×3 part
+    # The middle bone's local rotation is L₂ = c·C + s·S + E at a middle joint turned by (cos c, sin s) about the
+    # bend-plane normal: per entry of L₂ (by rows), its (C, S, E) entries. Built from the rest geometry.
+    middle_terms: tuple
+    # U = K₃ᵀ R₂ (K₃: the last bone's offset, R₂: the middle bone's rest frame), by rows: L₃ = U F₂ᵀ Q₃.
+    last_offset: tuple
 
 
 def matrix_array(m):
@@ -397,9 +402,18 @@ def with_armature(chain, armature):
 def check_armature_scale(armature):
     """Refuse an armature whose scale is zero, non-uniform or sheared (as last evaluated)."""
     world = armature.matrix_world
-    if _float_scale(tuple(world.col[j][:3] for j in range(3))) is None:
+    rows = world[0][:3], world[1][:3], world[2][:3]
+    if rows in _uniform_worlds:  # an armature that does not move is checked once
+        return
+    if _float_scale(tuple(zip(*rows))) is None:
         uniform_scale(matrix_array(world)[None, :3, :3], f"Armature '{armature.name}'",
                       "apply its scale (Ctrl+A > Scale) or give it a uniform scale")
+    if len(_uniform_worlds) >= 64:
+        _uniform_worlds.clear()
+    _uniform_worlds.add(rows)
+
+
+_uniform_worlds = set()  # 3×3 parts of armature matrices (rows) check_armature_scale accepted
 
 
 def _signature(armature, names):
@@ -486,8 +500,7 @@ def _read_chain(armature, names):
     # Each bone's rest frame [direction, normal made ⟂ to it, their cross product], as rows.
     rest_frames = [[list(row) for row in zip(*_frame(_ops.FLOAT, _float_unit(link), rest_normal))]
                    for link, rest_normal in zip(links, rest_normals)]
-    floats = ChainFloats(lengths, sum(lengths), tuple(normal), rest_frames,
-                         tuple(tuple((offset[0][j], offset[1][j], offset[2][j]) for j in range(3)) for offset in offsets))
+    floats = ChainFloats(lengths, sum(lengths), tuple(normal), rest_frames, *_link_constants(offsets, rest_frames))
     return Chain(armature, names, np.array(offsets), np.array(links), np.array(rest_normals), rest_toward,
                  np.array(rest_frames), floats)
 
@@ -500,6 +513,36 @@ def _row_times(rows, v):
 def _column_times(rows, v):
     """``Mᵀ @ v`` for a matrix as rows of floats (its 3×3 part) and a 3-vector."""
     return tuple(rows[0][j] * v[0] + rows[1][j] * v[1] + rows[2][j] * v[2] for j in range(3))
+
+
+def _matrix_product(a, b):
+    """``A @ B`` for 3×3 rows of floats (a chain's constants, once per read)."""
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def _transposed(a):
+    return [[a[j][i] for j in range(3)] for i in range(3)]
+
+
+# The turn by (c, s) about a frame's second axis, F₁ᵀF₂ = c·_COSINE + s·_SINE + _AXIS (see _link_constants).
+_COSINE = [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+_SINE = [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]
+_AXIS = [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def _link_constants(offsets, rest_frames):
+    """ChainFloats' ``middle_terms`` and ``last_offset`` from K₂, K₃ (4×4 rows) and the rest frames (rows).
+
+    L₂ = K₂ᵀ Q₁ᵀ Q₂ with Qᵢ = Fᵢ Rᵢᵀ (Fᵢ: the solved frame [dᵢ, n, dᵢ × n], Rᵢ: the rest frame), so L₂ = M (F₁ᵀF₂) R₂ᵀ
+    with M = K₂ᵀ R₁. Both solved frames share the bend-plane normal n (both links lie in the plane), so F₁ᵀF₂ is the
+    turn about their second axis, [[c, 0, s], [0, 1, 0], [-s, 0, c]] with c = d₁·d₂ and s = n·(d₁ × d₂): L₂ is linear
+    in (c, s), three constant matrices instead of three 3×3 products per solve (issue 11)."""
+    k2, k3 = ([row[:3] for row in offset[:3]] for offset in offsets)
+    rest1, rest2 = ([list(row) for row in rows] for rows in rest_frames[:2])
+    left, right = _matrix_product(_transposed(k2), rest1), _transposed(rest2)
+    terms = [_matrix_product(_matrix_product(left, turn), right) for turn in (_COSINE, _SINE, _AXIS)]
+    middle_terms = tuple((terms[0][i][j], terms[1][i][j], terms[2][i][j]) for i in range(3) for j in range(3))
+    return middle_terms, tuple(map(tuple, _matrix_product(_transposed(k3), rest2)))
 
 
 def _float_unit(v):
@@ -823,19 +866,21 @@ def _local_rotations(ops, chain, spec, rotation, directions, normal, roll):
     # Each bone's armature-space rotation Qᵢ maps its rest frame (rest direction, rest bend-plane normal)
     # onto its solved frame: Qᵢ = Fᵢ · Restᵢᵀ, so column j of Qᵢ is Fᵢ times row j of Restᵢ.
     constants = chain.floats
-    orientation = [_product(_frame(ops, directions[link], normal), rest)
-                   for link, rest in enumerate(constants.rest_frames)]
+    first, middle, last = directions
+    first_orientation = _product(_frame(ops, first, normal), constants.rest_frames[0])
+    last_orientation = _product(_frame(ops, last, normal), constants.rest_frames[2])
     if roll is not None:  # the last bone's local Z turns toward the target's roll axis
         roll_length = _ops.norm(ops, roll)
-        ok = _ops.norm(ops, reject(roll, directions[2])) > 1e-6 * ops.maximum(roll_length, 1e-300)
-        rolled = _product(_frame(ops, directions[2], roll), _BONE_FRAME_ROWS)
-        orientation[2] = tuple(select(ops, ok, new, old) for new, old in zip(rolled, orientation[2]))
-
-    # Local rotations: L₁ = Aᵀ Q₁, L₂ = K₂ᵀ Q₁ᵀ Q₂, L₃ = K₃ᵀ Q₂ᵀ Q₃ (K: the constant rest offsets), by rows.
-    return [_transposed_product(rotation, orientation[0], rows=True)] + [
-        _transposed_product(constants.offsets[link - 1], _transposed_product(orientation[link - 1], orientation[link]),
-                            rows=True)
-        for link in (1, 2)]
+        ok = _ops.norm(ops, reject(roll, last)) > 1e-6 * ops.maximum(roll_length, 1e-300)
+        rolled = _product(_frame(ops, last, roll), _BONE_FRAME_ROWS)
+        last_orientation = tuple(select(ops, ok, new, old) for new, old in zip(rolled, last_orientation))
+    # L₁ = Aᵀ Q₁; L₂ linear in the middle joint's turn (see _link_constants); L₃ = K₃ᵀ Q₂ᵀ Q₃ = U F₂ᵀ Q₃, by rows.
+    c, s = dot(first, middle), dot(normal, cross(first, middle))
+    e = [c * cosine + s * sine + axis for cosine, sine, axis in constants.middle_terms]
+    middle_frame = (middle, normal, cross(middle, normal))
+    return [_transposed_product(rotation, first_orientation, rows=True),
+            ((e[0], e[1], e[2]), (e[3], e[4], e[5]), (e[6], e[7], e[8])),
+            _transposed_product(constants.last_offset, _transposed_product(middle_frame, last_orientation), rows=True)]
 
 
 def _roll_axis(spec, column_of):
@@ -880,14 +925,16 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
     rest_normal = _times(rotation, constants.rest_normal)
     plane, toward, extra = _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up)
     try:
-        solution = solve_one_link(origin, [length * scale_of for length in constants.lengths], end, up, plane=plane,
-                                  pole=pole, bend_toward=toward,
-                                  fallback_normal=rest_normal if fallback_normal is None else fallback_normal, **extra)
+        solution = solve_floats(origin, [length * scale_of for length in constants.lengths], end, up, plane=plane,
+                                pole=pole, bend_toward=toward,
+                                fallback_normal=rest_normal if fallback_normal is None else fallback_normal,
+                                normal=extra.get("normal"),
+                                tolerance=_PLANE_TOLERANCES[extra.get("singular_tolerance", 0.0)])
     except SolverInputError as error:
         raise ChainError(str(error)) from None
     local = _local_rotations(ops, chain, spec, rotation, solution.directions, solution.normal,
                              _roll_axis(spec, column_of))
-    return ChainSolve([local], type(solution)(*([field] for field in solution)))
+    return ChainSolve([local], type(solution)(*[[field] for field in solution]))
 
 
 # Up to this many samples, solve_chain solves each on floats (solve_one, ~25-30 µs a sample): numpy's cost per call

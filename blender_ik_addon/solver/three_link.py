@@ -235,6 +235,21 @@ def solve_one(base, lengths, target, up, *, plane="TARGET", pole=None, normal=No
     return _solve_one(plane, l1, l2, l3, vectors, bool(bend_toward), tolerance)
 
 
+def solve_floats(base, lengths, target, up, *, plane, pole=None, normal=None, bend_toward=True, fallback_normal,
+                 tolerance):
+    """:func:`solve_one` for a caller whose inputs are Python floats already (3-sequences, ``lengths`` three floats,
+    ``bend_toward`` a bool): the same checks of their values, without converting them again (a live solve's
+    inputs come from Blender as floats; issue 11). ``tolerance``: :func:`plane_tolerance` of the singular angle."""
+    l1, l2, l3 = lengths
+    return _solve_one(plane, l1, l2, l3, _points(plane, base, target, up, pole, normal, fallback_normal), bend_toward,
+                      tolerance)
+
+
+def plane_tolerance(singular_tolerance):
+    """:func:`solve_floats`' ``tolerance`` for a ``singular_tolerance`` in radians (see :func:`solve_three_link`)."""
+    return _plane_tolerance(singular_tolerance)
+
+
 def _points(plane, base, target, up, pole, normal, fallback_normal):
     """The point and vector inputs by name, after checking the plane has what it needs."""
     if plane not in PLANES:
@@ -265,8 +280,11 @@ def _solve_one(plane, l1, l2, l3, vectors, bend, tolerance):
     """One sample: plain floats through the same math (see _ops); vectors by name, as float 3-tuples."""
     up, fallback = vectors["up vector"], vectors["fallback normal"]
     up_length, fallback_length = math.sqrt(dot(up, up)), math.sqrt(dot(fallback, fallback))
+    # One sum is finite when every component is (or, rarely, overflows from huge finite ones: then each is looked at).
+    finite = math.isfinite(sum(map(sum, vectors.values())))
     _check(math.isfinite(l1 + l2 + l3), min(l1, l2, l3),
-           {name: all(map(math.isfinite, vector)) for name, vector in vectors.items()}, up_length, fallback_length)
+           {} if finite else {name: all(map(math.isfinite, vector)) for name, vector in vectors.items()}, up_length,
+           fallback_length)
     base = vectors["base"]
     up = scale(up, 1.0 / up_length)
     reference, reference_length = _reference(_ops.FLOAT, plane, vectors, base, up)
