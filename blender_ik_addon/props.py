@@ -233,10 +233,13 @@ def migrate_legacy(obj):
     settings = getattr(obj, "blender_ik", None)
     if settings is None or obj.library is not None:
         return False
-    present = [key for key in _LEGACY_CHAIN_KEYS + _LEGACY_READOUT_KEYS if key in settings.keys()]
+    stored = settings.keys()  # read once: every operator call starts here
+    if not stored:
+        return False
+    present = [key for key in _LEGACY_CHAIN_KEYS + _LEGACY_READOUT_KEYS if key in stored]
     if not present:
         return False
-    values = {key: _legacy_value(key, settings[key]) for key in _LEGACY_CHAIN_KEYS if key in settings.keys()}
+    values = {key: _legacy_value(key, settings[key]) for key in _LEGACY_CHAIN_KEYS if key in stored}
     for key in present:
         del settings[key]
     if any(value not in (None, "", False) for value in values.values()) and not len(settings.chains):
