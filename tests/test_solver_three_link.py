@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from blender_ik_addon.solver import SolverInputError, solve_planar_three_link, solve_three_link, wrap_angle
+from blender_ik_addon.solver import (SolverInputError, plane_tolerance, solve_floats, solve_one, solve_planar_three_link,
+                                     solve_three_link, wrap_angle)
 
 N = 5000
 ANGLES = ("yaw", "elevation", "theta0", "theta1", "theta2", "roll")
@@ -258,7 +259,7 @@ def test_batch_equals_single_calls_and_broadcasts(problem, mode):
     np.testing.assert_allclose(grid.directions.reshape(200, 3, 3), shared.directions, atol=0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
+INVALID = [
     (dict(up=[0.0, 0.0, 0.0]), "up vector is zero"),
     (dict(target=[float("nan"), 0, 0]), "target must be finite"),
     (dict(base=[0, float("inf"), 0]), "base must be finite"),
@@ -275,7 +276,10 @@ def test_batch_equals_single_calls_and_broadcasts(problem, mode):
     (dict(singular_tolerance=-0.1), "singular_tolerance must be between"),
     (dict(singular_tolerance=2.0), "singular_tolerance must be between"),
     (dict(singular_tolerance="small"), "singular_tolerance must be an angle"),
-])
+]
+
+
+@pytest.mark.parametrize("kwargs, message", INVALID)
 @pytest.mark.parametrize("batched", [False, True])
 def test_invalid_input_is_refused_with_a_clear_message(kwargs, message, batched):
     arguments = dict(base=[0.0, 0.0, 0.0], lengths=[1.0, 1.0, 1.0], target=[1.0, 1.0, 1.0], up=[0.0, 0.0, 1.0])
@@ -286,6 +290,33 @@ def test_invalid_input_is_refused_with_a_clear_message(kwargs, message, batched)
     with pytest.raises(SolverInputError, match=message):
         solve_three_link(arguments.pop("base"), arguments.pop("lengths"), arguments.pop("target"),
                          arguments.pop("up"), **arguments)
+
+
+@pytest.mark.parametrize("kwargs, message", [case for case in INVALID if case[1] != "3 components"])
+def test_solve_floats_refuses_the_same_values(kwargs, message):
+    """solve_floats (the add-on's one-sample path: inputs already floats) checks every value solve_one checks."""
+    arguments = dict(base=(0.0, 0.0, 0.0), lengths=(1.0, 1.0, 1.0), target=(1.0, 1.0, 1.0), up=(0.0, 0.0, 1.0),
+                     plane="TARGET", fallback_normal=(1.0, 0.0, 0.0))
+    arguments.update(kwargs)
+    with pytest.raises(SolverInputError, match=message):
+        arguments["tolerance"] = plane_tolerance(arguments.pop("singular_tolerance", 0.0))
+        solve_floats(arguments.pop("base"), arguments.pop("lengths"), arguments.pop("target"), arguments.pop("up"),
+                     **arguments)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_solve_floats_equals_solve_one(problem, mode):
+    base, lengths, target, up = problem
+    kwargs, _ = plane_case(mode, base, up)
+    for index in range(20):
+        one = {name: tuple(value[index].tolist()) if isinstance(value, np.ndarray) and value.ndim == 2 else value
+               for name, value in kwargs.items()}
+        one.setdefault("plane", "TARGET")
+        tolerance = plane_tolerance(one.pop("singular_tolerance", 0.0))
+        vectors = [tuple(array[index].tolist()) for array in (base, lengths, target, up)]
+        floats = solve_floats(*vectors, tolerance=tolerance, fallback_normal=(1.0, 0.0, 0.0), **one)
+        reference = solve_one(*vectors, fallback_normal=(1.0, 0.0, 0.0), **one)
+        assert floats == reference  # bit for bit: the same math after the same checks
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -237,7 +237,7 @@ def solve_one(base, lengths, target, up, *, plane="TARGET", pole=None, normal=No
 
 def solve_floats(base, lengths, target, up, *, plane, pole=None, normal=None, bend_toward=True, fallback_normal,
                  tolerance):
-    """:func:`solve_one` for a caller whose inputs are Python floats already (3-sequences, ``lengths`` three floats,
+    """:func:`solve_one` for a caller whose inputs are Python floats already (3-tuples, ``lengths`` three floats,
     ``bend_toward`` a bool): the same checks of their values, without converting them again (a live solve's
     inputs come from Blender as floats; issue 11). ``tolerance``: :func:`plane_tolerance` of the singular angle."""
     l1, l2, l3 = lengths
