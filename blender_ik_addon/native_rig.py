@@ -246,10 +246,8 @@ class _EditMode:
         return False
 
 
-def _add_bones(armature, chain, spec, geometry, entry):
-    """The helper bones, in edit mode; records their names in ``entry``."""
-    data = armature.data
-    first = chain.names[0]
+def _layout(chain, spec, geometry):
+    """The helper bones to add: role -> (rest rotation, rest head, length, parent role, mirrors the first bone)."""
     rotation, head = geometry["rotation"], geometry["head"]
     l1, l2, l3 = geometry["lengths"]
     size = float(l1 + l2 + l3)
@@ -275,32 +273,36 @@ def _add_bones(armature, chain, spec, geometry, entry):
             layout["probe"] = (rotation, head, 0.1 * size, "aim", False)
             layout["side"] = (rotation, head, 0.25 * size, "aim", False)
             layout["upper"] = layout["upper"][:3] + ("side", False)
+    return layout
 
-    with _EditMode(armature) as edit_bones:
-        source = edit_bones[first]
-        names = {}
-        for role, (bone_rotation, bone_head, length, parent, mirror) in layout.items():
-            bone = edit_bones.new(_bone_name(spec.name, role))
-            names[role] = bone.name
-            entry["bones"].append(bone.name)
-            bone.head = (0.0, 0.0, 0.0)
-            bone.tail = (0.0, float(length if length else source.length), 0.0)
-            bone.matrix = _matrix(bone_rotation, bone_head)
-            if mirror:  # B's pose must be A₁: the first bone's parent, rest and inheritance, no own rotation
-                bone.parent = source.parent
-                bone.tail, bone.roll = source.tail, source.roll
-                for flag in ("use_connect", "use_inherit_rotation", "inherit_scale", "use_local_location",
-                             "use_relative_parent"):
-                    setattr(bone, flag, getattr(source, flag))
-            bone.use_deform = False
-            for collection in list(bone.collections):  # new bones join the active collection
-                collection.unassign(bone)
-        for role, (_, _, _, parent, mirror) in layout.items():  # all made first: "upper" may hang from "side"
-            if not mirror:
-                edit_bones[names[role]].parent = edit_bones[names[parent]]
-        collection = data.collections.get(entry["collection"])
-        for name in names.values():
-            collection.assign(edit_bones[name])
+
+def _add_bones(armature, edit_bones, chain, spec, layout, entry):
+    """The helper bones of ``layout``, inside an edit session of the armature; records their names in ``entry``."""
+    data = armature.data
+    source = edit_bones[chain.names[0]]
+    names = {}
+    for role, (bone_rotation, bone_head, length, parent, mirror) in layout.items():
+        bone = edit_bones.new(_bone_name(spec.name, role))
+        names[role] = bone.name
+        entry["bones"].append(bone.name)
+        bone.head = (0.0, 0.0, 0.0)
+        bone.tail = (0.0, float(length if length else source.length), 0.0)
+        bone.matrix = _matrix(bone_rotation, bone_head)
+        if mirror:  # B's pose must be A₁: the first bone's parent, rest and inheritance, no own rotation
+            bone.parent = source.parent
+            bone.tail, bone.roll = source.tail, source.roll
+            for flag in ("use_connect", "use_inherit_rotation", "inherit_scale", "use_local_location",
+                         "use_relative_parent"):
+                setattr(bone, flag, getattr(source, flag))
+        bone.use_deform = False
+        for collection in list(bone.collections):  # new bones join the active collection
+            collection.unassign(bone)
+    for role, (_, _, _, parent, mirror) in layout.items():  # all made first: "upper" may hang from "side"
+        if not mirror:
+            edit_bones[names[role]].parent = edit_bones[names[parent]]
+    collection = data.collections.get(entry["collection"])
+    for name in names.values():
+        collection.assign(edit_bones[name])
     return names
 
 
@@ -414,34 +416,48 @@ def build(armature, chain, spec):
     run the solver's other refusals, check_target); ``spec``: its settings (name, target, target_bone,
     up_axis, plane 'TARGET'/'POLE'/'PARENT', pole, pole_bone, bend, roll_axis). Raises ChainError,
     changing nothing, on a chain the rig cannot be built for."""
-    check(armature, chain, spec)
+    build_many(armature, [(chain, spec)])
+
+
+def build_many(armature, chains):
+    """:func:`build` for several ``(chain, spec)`` pairs, their bones added in one edit session (entering and leaving
+    Edit Mode costs tens of ms on a character's armature, each time). All or nothing: on an error, every rig of the
+    call is removed."""
+    for chain, spec in chains:
+        check(armature, chain, spec)
     record = _record(armature)
     data = armature.data
-    entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],
-             # whether the armature had animation data before any rig: the last rig removed clears it if not
-             "animation_data": (armature.animation_data is not None
-                                and all(e["animation_data"] for e in record.values()))}
-    collection_name = next((e["collection"] for e in record.values() if e["collection"] in data.collections), None)
-    created_collection = collection_name is None
-    if created_collection:
-        active_index = data.collections.active_index
-        collection = data.collections.new(COLLECTION)
-        collection.is_visible = False
-        data.collections.active_index = active_index
-        collection_name = collection.name
-        entry["collection_active_index"] = active_index
-    else:  # shared with the chains' rigs built before: whichever is removed last restores the active one
-        entry["collection_active_index"] = next(e["collection_active_index"] for e in record.values()
-                                                if e["collection"] == collection_name)
-    entry["collection"] = collection_name
-    record[spec.name] = entry
+    built = []  # (chain, spec, geometry, layout, entry)
     try:
-        geometry = _rest_geometry(chain, spec)
-        names = _add_bones(armature, chain, spec, geometry, entry)
-        _add_rig(armature, chain, spec, geometry, names, entry)
+        for chain, spec in chains:
+            entry = {"chain": list(chain.names), "bones": [], "constraints": [], "drivers": [],
+                     # whether the armature had animation data before any rig: the last rig removed clears it if not
+                     "animation_data": (armature.animation_data is not None
+                                        and all(e["animation_data"] for e in record.values()))}
+            collection_name = next((e["collection"] for e in record.values() if e["collection"] in data.collections),
+                                   None)
+            if collection_name is None:
+                active_index = data.collections.active_index
+                collection = data.collections.new(COLLECTION)
+                collection.is_visible = False
+                data.collections.active_index = active_index
+                collection_name = collection.name
+                entry["collection_active_index"] = active_index
+            else:  # shared with the chains' rigs built before: whichever is removed last restores the active one
+                entry["collection_active_index"] = next(e["collection_active_index"] for e in record.values()
+                                                        if e["collection"] == collection_name)
+            entry["collection"] = collection_name
+            record[spec.name] = entry
+            geometry = _rest_geometry(chain, spec)
+            built.append((chain, spec, geometry, _layout(chain, spec, geometry), entry))
+        with _EditMode(armature) as edit_bones:
+            names = [_add_bones(armature, edit_bones, chain, spec, layout, entry)
+                     for chain, spec, _, layout, entry in built]
+        for (chain, spec, geometry, _, entry), rig_names in zip(built, names):
+            _add_rig(armature, chain, spec, geometry, rig_names, entry)
     except BaseException:
         _write_record(armature, record)
-        remove(armature, spec.name)
+        remove_many(armature, [spec.name for _, spec, _, _, _ in built])
         raise
     _write_record(armature, record)
     bpy.context.view_layer.update()
@@ -470,55 +486,63 @@ def _used_elsewhere(armature, names):
 def remove(armature, chain_name):
     """Delete every bone, constraint, driver and property the chain's rig added. Returns False when the
     chain has no rig; raises ChainError, changing nothing, when its bones are linked from a library."""
+    return bool(remove_many(armature, [chain_name]))
+
+
+def remove_many(armature, chain_names):
+    """:func:`remove` for several chains, their bones deleted in one edit session. Returns how many had a rig."""
     record = _record(armature)
-    entry = record.pop(chain_name, None)
-    if entry is None:
-        return False
+    entries = [(name, record.pop(name)) for name in dict.fromkeys(chain_names) if name in record]
+    if not entries:
+        return 0
     if armature.data.library is not None or armature.data.override_library is not None:
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
                        "library file, or mute it here")
     data = armature.data
-    doomed = [name for name in entry["bones"] if name in data.bones]
-    shared = _used_elsewhere(armature, doomed)
-    # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
-    # driver paths, not in the record.
-    helper_paths = tuple(bone_path(name, "") for name in doomed)
-    constraints = {(pose_bone.name, constraint.name): (pose_bone, constraint)
-                   for pose_bone, constraint in rig_constraints(armature, chain_name)}
-    for pose_bone in armature.pose.bones:
-        for constraint in pose_bone.constraints:
-            if (constraint.name.startswith(PREFIX) and getattr(constraint, "target", None) == armature
-                    and getattr(constraint, "subtarget", "") in doomed):
-                constraints[(pose_bone.name, constraint.name)] = (pose_bone, constraint)
-    for pose_bone, constraint in constraints.values():
-        pose_bone.constraints.remove(constraint)
-    animation = armature.animation_data
-    if animation is not None:
-        for data_path, index in entry["drivers"]:
-            fcurve = animation.drivers.find(data_path, index=index)
-            if fcurve is not None:
+    deleted = []
+    for chain_name, entry in entries:
+        doomed = [name for name in entry["bones"] if name in data.bones]
+        shared = _used_elsewhere(armature, doomed)
+        # By what was recorded, and by what points at the helpers: Blender renames a bone in constraints and
+        # driver paths, not in the record.
+        helper_paths = tuple(bone_path(name, "") for name in doomed)
+        constraints = {(pose_bone.name, constraint.name): (pose_bone, constraint)
+                       for pose_bone, constraint in rig_constraints(armature, chain_name)}
+        for pose_bone in armature.pose.bones:
+            for constraint in pose_bone.constraints:
+                if (constraint.name.startswith(PREFIX) and getattr(constraint, "target", None) == armature
+                        and getattr(constraint, "subtarget", "") in doomed):
+                    constraints[(pose_bone.name, constraint.name)] = (pose_bone, constraint)
+        for pose_bone, constraint in constraints.values():
+            pose_bone.constraints.remove(constraint)
+        animation = armature.animation_data
+        if animation is not None:
+            for data_path, index in entry["drivers"]:
+                fcurve = animation.drivers.find(data_path, index=index)
+                if fcurve is not None:
+                    animation.drivers.remove(fcurve)
+            for fcurve in [f for f in animation.drivers if f.data_path.startswith(helper_paths)]:
                 animation.drivers.remove(fcurve)
-        for fcurve in [f for f in animation.drivers if f.data_path.startswith(helper_paths)]:
-            animation.drivers.remove(fcurve)
-    for name in shared:  # kept for the other object; this object's constraints on them would have gone with them
-        constraints = armature.pose.bones[name].constraints
-        for constraint in list(constraints):
-            constraints.remove(constraint)
-    if len(shared) < len(doomed):
+        for name in shared:  # kept for the other object; this object's constraints on them would have gone with them
+            constraints = armature.pose.bones[name].constraints
+            for constraint in list(constraints):
+                constraints.remove(constraint)
+        deleted += [name for name in doomed if name not in shared]
+    if deleted:
         with _EditMode(armature) as edit_bones:
-            for name in doomed:
-                if name not in shared:
-                    edit_bones.remove(edit_bones[name])
-    collection = data.collections.get(entry["collection"])
-    if (collection is not None and not any(e["collection"] == entry["collection"] for e in record.values())
-            and not collection.bones):
-        active_index = data.collections.active_index
-        data.collections.remove(collection)
-        data.collections.active_index = entry.get("collection_active_index", active_index)
+            for name in deleted:
+                edit_bones.remove(edit_bones[name])
+    for _, entry in entries:
+        collection = data.collections.get(entry["collection"])
+        if (collection is not None and not any(e["collection"] == entry["collection"] for e in record.values())
+                and not collection.bones):
+            active_index = data.collections.active_index
+            data.collections.remove(collection)
+            data.collections.active_index = entry.get("collection_active_index", active_index)
     animation = armature.animation_data
-    if (not entry["animation_data"] and animation is not None and animation.action is None
-            and not animation.drivers and not animation.nla_tracks):
+    if (not all(entry["animation_data"] for _, entry in entries) and animation is not None
+            and animation.action is None and not animation.drivers and not animation.nla_tracks):
         armature.animation_data_clear()
     _write_record(armature, record)
     bpy.context.view_layer.update()
-    return True
+    return len(entries)

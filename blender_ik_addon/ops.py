@@ -1,6 +1,8 @@
 """Operators: read the settings into chain descriptions, call the logic, report. Settings side effects
 (pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
+import dataclasses
+
 import bpy
 import numpy as np
 from mathutils import Matrix
@@ -554,6 +556,35 @@ def _read_own_chain(armature, chain_settings):
         return read_chain(armature, chain_settings.tip_bone if chain_settings is not None else "")
 
 
+def _verify_rigs(levels):
+    """The self-check, as Solve's, of rigs just built and evaluated: the pose Blender evaluates with them on must be the
+    solve of the goals and of the chain's parent as evaluated (a chain below another one moves with that one's rig), the
+    middle joint too where the bend plane is defined (where it is not, the rig's tracking picks a plane of its own)."""
+    for level in levels:
+        for spec, chain in level:
+            solution = solve_current(chain, spec, validated=True).solution
+            try:
+                verify_pose(chain, solution, middle=not solution.degenerate[0])
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
+
+
+def _trial_build(armature, chosen, specs, read, levels):
+    """Before a rebuild removes any rig: build the new rigs beside the old ones (muted meanwhile), under trial names,
+    and check them as the build itself is checked; then remove them and put the old ones back as they were. A
+    rebuild the self-check refuses so changes nothing (removing the old rigs first lost them), and one it accepts
+    is built again under the chains' own names: the same rigs on the same scene."""
+    trials = [dataclasses.replace(spec, name=f"{spec.name}~trial") for spec in specs]
+    with _MutedRigs(armature, chosen):
+        native_rig.build_many(armature, [(read[spec], trial) for spec, trial in zip(specs, trials)])
+        try:
+            evaluate_now()
+            _verify_rigs(levels)
+        finally:
+            native_rig.remove_many(armature, [trial.name for trial in trials])
+    evaluate_now()
+
+
 class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
     """Build the chains as constraints and drivers Blender evaluates by itself: renders, playback, files opened
     without the add-on or with scripts disabled, and overridden rigs show the solved pose (rebuilds a rig
@@ -566,6 +597,12 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                                    description="Which chains to build a rig for")
 
     def run(self, context, armature):
+        # Live must not pose a chain while its rig is muted or removed here: a refused build would leave its channels
+        # changed, and a built one has them under its rig.
+        with runtime.paused():
+            return self._build(armature)
+
+    def _build(self, armature):
         chosen = _chain_settings(armature, self.chains)
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
         # A chain's own rig is not one of the constraints it refuses.
@@ -593,35 +630,23 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                 native_rig.check(armature, read[spec], spec, replaced)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
-        built = []
+        if _built_settings(armature, chosen):  # a rebuild: the rigs it replaces stay until the new ones pass
+            _trial_build(armature, chosen, specs, read, levels)
+        native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
+        for chain_settings in chosen:
+            chain_settings.rig_name = chain_settings.rig_signature = ""
+        native_rig.build_many(armature, [(read[spec], spec) for spec in specs])  # all or nothing
+        for chain_settings, spec in zip(chosen, specs):
+            chain_settings.rig_name = spec.label
+        evaluate_now()
         try:
-            for chain_settings, spec in zip(chosen, specs):
-                native_rig.remove(armature, props.rig_key(chain_settings))
-                chain_settings.rig_name = chain_settings.rig_signature = ""
-                try:
-                    native_rig.build(armature, read[spec], spec)
-                except ChainError as error:
-                    raise error.for_chain(spec.label) from None
-                built.append(chain_settings)
-                chain_settings.rig_name = spec.label
-            evaluate_now()
-            # The self-check, as Solve's: the pose Blender evaluates with the rigs on must be the solve of the goals and
-            # of the chain's parent as evaluated (a chain below another one moves with that one's rig), the middle
-            # joint too where the bend plane is defined (where it is not, the rig's tracking picks a plane of its own).
-            for level in levels:
-                for spec, chain in level:
-                    solution = solve_current(chain, spec, validated=True).solution
-                    try:
-                        verify_pose(chain, solution, middle=not solution.degenerate[0])
-                    except ChainError as error:
-                        raise ChainError(str(error).replace("nothing was changed", "the rig was removed"),
-                                         spec.label) from None
-        except ChainError:
-            for chain_settings in built:
-                native_rig.remove(armature, chain_settings.rig_name)
+            _verify_rigs(levels)
+        except ChainError as error:
+            native_rig.remove_many(armature, [spec.label for spec in specs])
+            for chain_settings in chosen:
                 chain_settings.rig_name = ""
             evaluate_now()
-            raise
+            raise ChainError(str(error).replace("nothing was changed", "the rig was removed"), error.chain) from None
         for chain_settings, spec in zip(chosen, specs):
             if not chain_settings.name:  # named once built: a refused build changes nothing
                 chain_settings.name = chain_settings.tip_bone

@@ -265,14 +265,15 @@ def test_build_rig_refuses_a_rig_that_bends_the_middle_joint_elsewhere(blender, 
     chain.target.location.z += 0.1
     chain.target.location.y -= 0.05
     bpy.context.view_layer.update()
-    build = native_rig.build
+    build_many = native_rig.build_many
 
-    def build_then_flip(armature, read, spec):
-        build(armature, read, spec)
-        constraint = armature.pose.bones[f"IKR-{spec.name}-aim"].constraints["IKR bend plane"]
-        constraint.track_axis = _FLIPPED[constraint.track_axis]
+    def build_then_flip(armature, chains):
+        build_many(armature, chains)
+        for _, spec in chains:
+            constraint = armature.pose.bones[f"IKR-{spec.name}-aim"].constraints["IKR bend plane"]
+            constraint.track_axis = _FLIPPED[constraint.track_axis]
 
-    monkeypatch.setattr(native_rig, "build", build_then_flip)
+    monkeypatch.setattr(native_rig, "build_many", build_then_flip)
     with pytest.raises(RuntimeError, match="the rig was removed"):
         bpy.ops.blender_ik.build_rig(chains="ALL")
     assert native_rig.built_chains(obj) == [] and chain.rig_name == ""

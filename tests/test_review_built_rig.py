@@ -72,22 +72,69 @@ def test_build_rig_checks_the_pose_blender_shows_and_removes_what_it_built_when_
         chain.target.location.z += 0.05  # off the rest pose, so the rig has to bend the chain
     obj.blender_ik.chains[0].live = True
     before = _rig_state(obj)
-    build = native_rig.build
+    build_many = native_rig.build_many
 
-    def build_then_weaken(armature, chain, spec):
-        build(armature, chain, spec)
-        if spec.label == broken:
+    def build_then_weaken(armature, chains):
+        build_many(armature, chains)
+        if any(spec.label == broken for _, spec in chains):
             elbow = armature.animation_data.drivers.find(f'pose.bones["IKR-{broken}-upper"].rotation_axis_angle')
             elbow.driver.expression = f"0.9 * ({elbow.driver.expression})"
 
-    monkeypatch.setattr(native_rig, "build", build_then_weaken)
+    monkeypatch.setattr(native_rig, "build_many", build_then_weaken)
     with pytest.raises(RuntimeError, match=rf"Chain '{broken}'.*the rig was removed"):
         bpy.ops.blender_ik.build_rig(chains="ALL")
     assert _rig_state(obj) == before
 
-    monkeypatch.setattr(native_rig, "build", build)
+    monkeypatch.setattr(native_rig, "build_many", build_many)
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     assert [chain.name for chain in obj.blender_ik.chains] == ["hand.L", "foot.L"]
+
+
+@pytest.mark.parametrize("changed", ["nothing", "plane", "live"])
+def test_a_rebuild_the_self_check_refuses_keeps_the_old_rigs(blender, monkeypatch, changed):
+    """A rebuild builds the new rigs beside the old ones and checks them before removing any: when Blender does not
+    show the solve with the new rigs (here every new elbow driver bent by 10% behind the builder's back), the refusal
+    says nothing was changed and the old rigs are there, whole, and still follow their targets. Before, the old rigs
+    were removed first, and the chains were left with none. Live, switched on for a chain with a rig, does not pose
+    it while its rig is muted for the trial: its bones' own channels stay as they were too."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+
+    obj = body_with_chains(bpy, ["hand.L", "foot.L"])
+    for chain in obj.blender_ik.chains:
+        chain.target.location.z += 0.05
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    if changed == "plane":  # the rig is out of date: a rebuild is what the panel asks for
+        obj.blender_ik.chains[0].plane = "TARGET"
+    if changed == "live":  # refused by Live while the rig drives the chain
+        obj.blender_ik.chains[0].live = True
+    before = _rig_state(obj)
+    channels = [tuple(pose_bone.rotation_quaternion) for pose_bone in obj.pose.bones]
+    build_many = native_rig.build_many
+
+    def build_then_weaken(armature, chains):
+        build_many(armature, chains)
+        for _, spec in chains:
+            elbow = armature.animation_data.drivers.find(f'pose.bones["IKR-{spec.name}-upper"].rotation_axis_angle')
+            elbow.driver.expression = f"0.9 * ({elbow.driver.expression})"
+
+    monkeypatch.setattr(native_rig, "build_many", build_then_weaken)
+    with pytest.raises(RuntimeError, match=r"Chain 'hand.L'.*nothing was changed"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert _rig_state(obj) == before
+    assert [tuple(pose_bone.rotation_quaternion) for pose_bone in obj.pose.bones] == channels
+    assert native_rig.built_chains(obj) == ["foot.L", "hand.L"]
+    for chain in obj.blender_ik.chains:  # the old rigs still solve: each tip on its moved target
+        chain.target.location.x += 0.03
+    bpy.context.view_layer.update()
+    for chain in obj.blender_ik.chains:
+        tip = obj.matrix_world @ obj.pose.bones[chain.tip_bone].tail
+        assert (tip - chain.target.matrix_world.translation).length < 1e-5
+
+    monkeypatch.setattr(native_rig, "build_many", build_many)
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    assert native_rig.built_chains(obj) == ["foot.L", "hand.L"]
+    assert not any("~trial" in bone.name for bone in obj.data.bones)
 
 
 def test_a_refused_build_does_not_name_the_chain(blender):
