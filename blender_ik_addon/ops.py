@@ -670,8 +670,8 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
         chosen = _built_settings(armature, _chain_settings(armature, self.chains))
         if not chosen:
             raise ChainError("None of these chains has a built rig")
+        native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
         for chain_settings in chosen:
-            native_rig.remove(armature, props.rig_key(chain_settings))
             chain_settings.rig_signature = chain_settings.rig_name = ""
         self.report({"INFO"}, f"Removed the rig of {', '.join(c.name for c in chosen)}")
         return {"FINISHED"}
