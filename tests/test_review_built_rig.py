@@ -147,3 +147,24 @@ def test_a_refused_build_does_not_name_the_chain(blender):
     with pytest.raises(RuntimeError, match="Set the target"):
         bpy.ops.blender_ik.build_rig(chains="ALL")
     assert _rig_state(obj) == before and chain.name == ""
+
+
+def test_a_rig_record_read_before_a_build_or_removal_stays_what_it_said(blender):
+    """The record of what the rigs added is parsed once per text and shared by its readers (Live asks on every update
+    whether a chain's rig is active, the panel on every redraw); a build or a removal works on a copy, so what a reader
+    holds never changes under it, and the next read sees the new record."""
+    import json
+
+    from blender_ik_addon import native_rig
+
+    obj = body_with_chains(bpy, ["hand.L", "foot.L"])
+    obj.blender_ik.active_chain_index = 0
+    assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+    held = native_rig._record(obj)
+    said = json.dumps(held, sort_keys=True)
+    assert native_rig._record(obj) is held  # parsed once
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    assert native_rig.built_chains(obj) == ["foot.L", "hand.L"]
+    assert bpy.ops.blender_ik.remove_rig(chains="ACTIVE") == {"FINISHED"}
+    assert native_rig.built_chains(obj) == ["foot.L"]
+    assert json.dumps(held, sort_keys=True) == said and list(held) == ["hand.L"]
