@@ -430,6 +430,40 @@ def playback_problems(obj):
     return problems
 
 
+def nla_fcurves(obj):
+    """The F-curves that ``obj``'s NLA strips play on it, as ``(fcurve, strip name)`` pairs: those of the actions of
+    every strip that plays (not muted, on a track that is not muted, and a solo track only when one is solo; a meta
+    strip's inner strips), each through its own slot on 4.4+. They play below the action, in the channels it does
+    not key."""
+    anim_data = obj.animation_data
+    if anim_data is None:
+        return []
+    tracks = [track for track in anim_data.nla_tracks if not track.mute]
+    if any(track.is_solo for track in tracks):
+        tracks = [track for track in tracks if track.is_solo]
+    found = []
+
+    def visit(strips):
+        for strip in strips:
+            if strip.mute:
+                continue
+            if strip.type == "META":
+                visit(strip.strips)
+            elif strip.action is not None:
+                if _LAYERED:
+                    slot = strip.action_slot
+                    curves = [fcurve for layer in strip.action.layers for keyframe_strip in layer.strips
+                              for bag in [keyframe_strip.channelbag(slot)] if slot is not None and bag is not None
+                              for fcurve in bag.fcurves]
+                else:
+                    curves = strip.action.fcurves
+                found.extend((fcurve, strip.name) for fcurve in curves)
+
+    for track in tracks:
+        visit(track.strips)
+    return found
+
+
 def is_muted(fcurve):
     """Whether Blender's evaluation skips ``fcurve``: its own mute, or on 4.2 its group's (measured: with 4.4+
     layered actions a muted group still plays its F-curves)."""

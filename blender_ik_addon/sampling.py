@@ -185,37 +185,40 @@ def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
     animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
     (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
-    F-curves (keys.object_fcurves), when the caller has them."""
+    F-curves (keys.object_fcurves), when the caller has them. The F-curves of its NLA strips count as well: they
+    play in every channel the action does not key."""
+    if fcurves is None:
+        fcurves = keys.object_fcurves(chain.armature)
+    played = [(fcurve, "") for fcurve in fcurves]
+    played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(chain.armature)]
     # Another bone's IK or Spline IK whose chain reaches into this one poses its bones as their own constraint would:
     # keyed or driven, it acts on other frames than the one the chain was validated on.
     posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
                    for owner, constraint, _ in posers(chain.armature, set(chain.names))
                    if owner.name not in chain.names)
-    if fcurves is None:
-        fcurves = keys.object_fcurves(chain.armature)
     if posing:
         drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
-        for fcurve in list(fcurves) + drivers:
+        for fcurve, where in played + [(driver, "") for driver in drivers]:
             if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
                 raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
-                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}) whose chain reaches into this "
-                                 "chain and would move it on some frames: remove those keys or drivers, or shorten its "
-                                 "Chain Length so that it stops below the chain")
+                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
+                                 "this chain and would move it on some frames: remove those keys or drivers, or shorten "
+                                 "its Chain Length so that it stops below the chain")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
-    for fcurve in fcurves:
+    for fcurve, where in played:
         if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
             continue
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
-                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]}) "
-                                 "that would change the solved pose on some frames: remove those keys, or the "
+                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]})"
+                                 f"{where} that would change the solved pose on some frames: remove those keys, or the "
                                  "constraint")
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
                 if fcurve.data_path == bone_path(name, attribute):
-                    raise ChainError(f"Bone '{name}' has an animated {attribute}; the bake keys rotations only "
-                                       f"and needs the chain's {attribute} to stay as it is: remove those keys")
+                    raise ChainError(f"Bone '{name}' has an animated {attribute}{where}; the bake keys rotations "
+                                     f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
 @dataclass

@@ -1,0 +1,101 @@
+"""Review 9: an animator's and a pipeline TD's set-ups (NLA, shared actions, rotation modes, undo, files), judged by
+what Blender plays back with frame_set."""
+import numpy as np
+import pytest
+
+from rigs import add_empty, angle_between, axis_of, build_arm, pose_snapshot, tip_and_direction
+
+POSITION_TOLERANCE = 1e-5  # of the chain's length (2.2 for build_arm)
+ANGLE_TOLERANCE = 2e-5
+
+
+def _arm(bpy, location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1), **arm):
+    """build_arm's arm, active, with its chain 'arm' on b3 reaching for an Empty."""
+    obj = build_arm(**arm)
+    target = add_empty(location=location, rotation=rotation)
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    return obj, target
+
+
+def _frames_off_target(bpy, obj, target, frames, tip="b3"):
+    """The frames where the pose Blender plays misses the target (position or the last bone's direction)."""
+    off = []
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        position, direction = tip_and_direction(obj, tip)
+        if (np.linalg.norm(position - np.array(target.matrix_world.translation)) > POSITION_TOLERANCE * 2.2
+                or angle_between(direction, axis_of(target)) > ANGLE_TOLERANCE):
+            off.append(frame)
+    return off
+
+
+def _all_keys(obj):
+    from blender_ik_addon import keys
+    return {(fcurve.data_path, fcurve.array_index): [tuple(point.co) for point in fcurve.keyframe_points]
+            for fcurve in keys.object_fcurves(obj)}
+
+
+def _ik_below_the_chain(bpy, obj):
+    """A bone 'b4' below the chain whose IK constraint (Chain Length 0: up to the root) reaches into it, off at
+    frame 1 and on at frame 10 (an IK/FK switch)."""
+    from mathutils import Vector
+    bpy.ops.object.mode_set(mode="EDIT")
+    b3 = obj.data.edit_bones["b3"]
+    b4 = obj.data.edit_bones.new("b4")
+    b4.head, b4.tail, b4.parent, b4.use_connect = b3.tail, b3.tail + Vector((0, 0, 0.3)), b3, True
+    bpy.ops.object.mode_set(mode="OBJECT")
+    constraint = obj.pose.bones["b4"].constraints.new("IK")
+    constraint.target, constraint.chain_count = add_empty("IK goal", location=(1.5, 0.0, 0.2)), 0
+    for frame, influence in ((1, 0.0), (10, 1.0)):
+        constraint.influence = influence
+        constraint.keyframe_insert("influence", frame=frame)
+
+
+def _scale_a_chain_bone(bpy, obj):
+    pose_bone = obj.pose.bones["b2"]
+    for frame, scale in ((1, 1.0), (10, 1.3)):
+        pose_bone.scale = (scale,) * 3
+        pose_bone.keyframe_insert("scale", frame=frame)
+
+
+def _constraint_on_a_chain_bone(bpy, obj):
+    constraint = obj.pose.bones["b2"].constraints.new("COPY_ROTATION")
+    constraint.target = add_empty("Turned", rotation=(0.7, 0.2, 0.3))
+    for frame, influence in ((1, 0.0), (10, 1.0)):
+        constraint.influence = influence
+        constraint.keyframe_insert("influence", frame=frame)
+
+
+def _push_down(bpy, obj):
+    """The armature's action moved into an NLA strip 'Switch' (the NLA editor's Push Down): no action left."""
+    animation = obj.animation_data
+    animation.nla_tracks.new().strips.new("Switch", 1, animation.action)
+    animation.action = None
+
+
+@pytest.mark.parametrize("make", [_ik_below_the_chain, _scale_a_chain_bone, _constraint_on_a_chain_bone])
+def test_what_an_nla_strip_animates_is_checked_as_the_action_is(blender, make):
+    """An IK/FK switch, a squash or a constraint blend keyed in an action the animator pushed down to the NLA plays
+    on every frame as if it were the active action: off at the current frame, it passed the checks, then moved the
+    baked chain off its target on the frames where it is on (0.72 at frame 5 and 1.39 at frame 10 for the IK). The
+    bake must either refuse, changing nothing, or play back on target on every frame."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = _arm(bpy)
+    make(bpy, obj)
+    _push_down(bpy, obj)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    pose, keys_before = pose_snapshot(obj), _all_keys(obj)
+    try:
+        bake_armature(scene, obj, frame_start=1, frame_end=10)
+    except ChainError as error:
+        assert "NLA strip 'Switch'" in error.message
+        scene.frame_set(1)
+        assert pose_snapshot(obj) == pose and _all_keys(obj) == keys_before
+    else:
+        assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
