@@ -99,3 +99,37 @@ def test_what_an_nla_strip_animates_is_checked_as_the_action_is(blender, make):
         assert pose_snapshot(obj) == pose and _all_keys(obj) == keys_before
     else:
         assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
+
+
+def _elbow(bpy, obj):
+    """The angle between the chain's first two bones, as Blender evaluates them."""
+    bpy.context.view_layer.update()
+    first, second = obj.pose.bones["b1"], obj.pose.bones["b2"]
+    return (first.tail - first.head).angle(second.tail - second.head)
+
+
+@pytest.mark.parametrize("mode", ["AXIS_ANGLE", "QUATERNION"])  # (Euler channels are no hinge between keys)
+def test_a_hinge_that_straightens_past_its_rest_bend_plays_smoothly_between_keys(blender, mode):
+    """The middle bone turns about one axis only (a hinge), so between two linear keys its bend is their average.
+    An elbow in Axis Angle that straightens past its rest bend turns through the identity: its axis was keyed
+    reversed on the far side, and between those two keys Blender swung the elbow back to its rest bend (0.65 rad
+    at frame 20 where the keys on either side give 0.90 and 0.63: 0.115 off)."""
+    bpy = blender
+    from blender_ik_addon import keys
+    obj, target = _arm(bpy, modes=("QUATERNION", mode, "QUATERNION"))
+    rest = _elbow(bpy, obj)
+    for frame, scale in ((1, 0.8), (21, 1.42)):  # from bent to nearly straight, along a line through the base
+        target.location = (0.9 * scale, 0.3 * scale, 1.1 * scale)
+        target.keyframe_insert("location", frame=frame)
+    for fcurve in keys.object_fcurves(target):
+        for key in fcurve.keyframe_points:
+            key.interpolation = "LINEAR"
+    scene = bpy.context.scene
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=21, step=2) == {"FINISHED"}
+    bends = []
+    for frame in range(1, 22):
+        scene.frame_set(frame)
+        bends.append(_elbow(bpy, obj))
+    assert bends[0] > rest > bends[-1]  # it does straighten past its rest bend
+    between = [abs(bends[i] - (bends[i - 1] + bends[i + 1]) / 2) for i in range(1, 21, 2)]
+    assert max(between) < 1e-5
