@@ -436,7 +436,7 @@ def nla_fcurves(obj):
     strip's inner strips), each through its own slot on 4.4+. They play below the action, in the channels it does
     not key."""
     anim_data = obj.animation_data
-    if anim_data is None:
+    if anim_data is None or not anim_data.use_nla:  # the NLA editor's "Include in NLA evaluation" off: none plays
         return []
     tracks = [track for track in anim_data.nla_tracks if not track.mute]
     if any(track.is_solo for track in tracks):

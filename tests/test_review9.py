@@ -133,3 +133,23 @@ def test_a_hinge_that_straightens_past_its_rest_bend_plays_smoothly_between_keys
     assert bends[0] > rest > bends[-1]  # it does straighten past its rest bend
     between = [abs(bends[i] - (bends[i - 1] + bends[i + 1]) / 2) for i in range(1, 21, 2)]
     assert max(between) < 1e-5
+
+
+def test_a_strip_that_does_not_play_does_not_stop_the_bake(blender):
+    """With the NLA off for the armature (the NLA editor's Include in NLA evaluation), or the strip muted, a squash
+    keyed in the strip plays nowhere: the bake goes ahead and plays on target."""
+    bpy = blender
+    from blender_ik_addon.ops import bake_armature
+    obj, target = _arm(bpy)
+    _scale_a_chain_bone(bpy, obj)
+    _push_down(bpy, obj)
+    obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)  # what the bone has where the strip does not play
+    scene = bpy.context.scene
+    for silence in (lambda: setattr(obj.animation_data, "use_nla", False),
+                    lambda: setattr(obj.animation_data.nla_tracks[0].strips[0], "mute", True)):
+        obj.animation_data.use_nla = True
+        obj.animation_data.nla_tracks[0].strips[0].mute = False
+        silence()
+        scene.frame_set(1)
+        bake_armature(scene, obj, frame_start=1, frame_end=10)
+        assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
