@@ -1037,8 +1037,15 @@ def pose_chain(chain, local_rotations):
                 quaternion.negate()
             pose_bone.rotation_quaternion = quaternion
         else:
-            before.append(pose_bone.rotation_axis_angle[:])
+            current = pose_bone.rotation_axis_angle[:]
+            before.append(current)
             axis, angle = quaternion.to_axis_angle()
+            # (θ, a) and (-θ, -a), and θ ± 2π, are one rotation: the one nearest the current value, so that keys
+            # made of successive solves (a hinge turning through its rest angle) interpolate as the pose turns.
+            if axis.dot(current[1:]) < 0.0:
+                axis.negate()
+                angle = -angle
+            angle += 2.0 * math.pi * round((current[0] - angle) / (2.0 * math.pi))
             pose_bone.rotation_axis_angle = (angle, *axis)
     return before
 

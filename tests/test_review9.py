@@ -153,3 +153,26 @@ def test_a_strip_that_does_not_play_does_not_stop_the_bake(blender):
         scene.frame_set(1)
         bake_armature(scene, obj, frame_start=1, frame_end=10)
         assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
+
+
+def test_keys_an_animator_makes_of_successive_solves_turn_an_axis_angle_hinge_smoothly(blender):
+    """Solve, key the chain, move the target, Solve, key (Solve then I, frame by frame): an Axis Angle elbow that
+    straightens past its rest bend between the two solves was posed with its axis reversed, and between the two
+    keys Blender swung it back to the rest bend, as the bake's keys did."""
+    bpy = blender
+    obj, target = _arm(bpy, modes=("QUATERNION", "AXIS_ANGLE", "QUATERNION"))
+    rest = _elbow(bpy, obj)
+    scene = bpy.context.scene
+    bends = {}
+    for frame, scale in ((1, 1.25), (3, 1.42)):  # bent more than at rest, then less
+        scene.frame_set(frame)
+        target.location = (0.9 * scale, 0.3 * scale, 1.1 * scale)
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        bends[frame] = _elbow(bpy, obj)
+        for name in ("b1", "b2", "b3"):
+            pose_bone = obj.pose.bones[name]
+            path = "rotation_quaternion" if pose_bone.rotation_mode == "QUATERNION" else "rotation_axis_angle"
+            pose_bone.keyframe_insert(path, frame=frame)
+    assert bends[1] > rest > bends[3]
+    scene.frame_set(2)
+    assert abs(_elbow(bpy, obj) - (bends[1] + bends[3]) / 2) < 1e-5
