@@ -472,12 +472,17 @@ def is_muted(fcurve):
 
 def action_problem(obj):
     """Why the keys of ``obj``'s action cannot be changed and kept, or None: an action linked from a library
-    would change only until the file is reloaded."""
+    would change only until the file is reloaded; a library override of one takes no new keys."""
     anim_data = obj.animation_data
     action = anim_data.action if anim_data is not None else None
     if action is not None and action.library is not None:
         return (f"its action '{action.name}' is linked from library '{action.library.filepath}', so new keys "
                 "would be lost on reload: make the action local (or override it and give it a local action)")
+    if action is not None and action.override_library is not None:
+        # Its keys are the library's: new ones do not play (4.4+: Blender's own keying refuses them) or are lost on
+        # reload (4.2).
+        return (f"its action '{action.name}' is a library override, whose keys are the library's: new keys would "
+                "not play, or be lost on reload; make the action local, or give the armature a local action")
     return None
 
 
