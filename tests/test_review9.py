@@ -213,3 +213,36 @@ def test_an_overridden_action_is_refused_with_the_reason(blender, tmp_path):
     with pytest.raises(ChainError, match="its action 'ArmAction' is a library override"):
         bake_armature(bpy.context.scene, armature, frame_start=1, frame_end=10)
     assert pose_snapshot(armature) == pose
+
+
+def _sequential_axis_angles(matrices, previous):
+    """The plain per-key rule: each value the one nearest the key before (the first: ``previous``): the axis on the
+    side of the one before, the angle within π of the one before; an identity repeats the key before."""
+    import math
+    from blender_ik_addon import rotations
+    axis, angle, out = np.asarray(previous[1:], dtype=float), float(previous[0]), []
+    for matrix in matrices:
+        q = rotations.matrix_to_quaternion(matrix)
+        length = np.linalg.norm(q[1:])
+        if length > 1e-12:
+            unit, signed = q[1:] / length, length
+            if unit @ axis < 0.0:
+                unit, signed = -unit, -signed
+            turned = 2.0 * math.atan2(signed, q[0])
+            axis, angle = unit, turned + 2.0 * math.pi * round((angle - turned) / (2.0 * math.pi))
+        out.append([angle, *axis])
+    return np.array(out)
+
+
+def test_axis_angle_keys_are_the_sequential_nearest_values():
+    """rotations' vectorised axis-angle continuity (several bones at once, from each bone's previous value) is the
+    key-by-key rule, and the same rotations."""
+    from blender_ik_addon import rotations
+    rng = np.random.default_rng(3)
+    matrices = rotations.euler_to_matrix(np.cumsum(rng.normal(scale=0.15, size=(500, 3, 3)), axis=0), "XYZ")
+    previous = np.array([[0.3, 0.0, 1.0, 0.0], [-7.0, 0.6, 0.0, -0.8], [0.0, 0.0, 0.0, 0.0]])
+    values = rotations.matrices_to_channels(matrices, "AXIS_ANGLE", previous)
+    np.testing.assert_allclose(rotations.channels_to_matrix(values, "AXIS_ANGLE"), matrices, atol=1e-12)
+    for bone in range(3):
+        np.testing.assert_allclose(values[:, bone], _sequential_axis_angles(matrices[:, bone], previous[bone]),
+                                   atol=1e-12)
