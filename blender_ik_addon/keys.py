@@ -412,7 +412,7 @@ def is_pose_bone_selected(pose_bone):
 def playback_problems(obj):
     """Why ``obj``'s own action would not play keys back as they are written, as a list of sentences
     (empty when it would): NLA tweak mode (the action's time is not the scene's, and the tracks above it
-    play over it), or an action blended over NLA tracks with an influence below 1 or a blend mode other
+    play over it), a solo NLA track (it plays alone), or an action blended over NLA tracks with an influence below 1 or a blend mode other
     than Replace. Without NLA tracks Blender plays the action as it is, whatever those two say."""
     anim_data = obj.animation_data
     if anim_data is None:
@@ -421,6 +421,11 @@ def playback_problems(obj):
     if anim_data.use_tweak_mode:
         problems.append("its NLA is in tweak mode (the keys would land in the strip's time, under the tracks "
                         "above it): exit tweak mode in the NLA editor (Tab)")
+    solo = next((track for track in anim_data.nla_tracks if track.is_solo), None)
+    if solo is not None and anim_data.use_nla and not anim_data.use_tweak_mode:
+        # Blender plays a solo track alone: the action is left out (unless it is the solo track's tweaked strip).
+        problems.append(f"its NLA track '{solo.name}' is solo, so its action does not play: turn Solo off (the star "
+                        "in the NLA editor)")
     tracks = [track for track in anim_data.nla_tracks if not track.mute and len(track.strips)]
     if tracks and anim_data.action is not None and (
             anim_data.action_influence < 1.0 or anim_data.action_blend_type != "REPLACE"):

@@ -246,3 +246,30 @@ def test_axis_angle_keys_are_the_sequential_nearest_values():
     for bone in range(3):
         np.testing.assert_allclose(values[:, bone], _sequential_axis_angles(matrices[:, bone], previous[bone]),
                                    atol=1e-12)
+
+
+@pytest.mark.parametrize("nla_on", [True, False])
+def test_a_solo_nla_track_is_refused_with_the_reason(blender, nla_on):
+    """An animator soloing a track to look at it: Blender then plays that track alone, not the action, so the baked
+    keys would not play. It was refused only by the self-check ('the tip of b3 0.618 from where the solve put it:
+    something in the scene changes the result'). It must say the track is solo; with the NLA off, nothing is solo
+    and the keys play."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = _arm(bpy)
+    obj.pose.bones["root"].keyframe_insert("location", frame=1)
+    _push_down(bpy, obj)
+    obj.animation_data.nla_tracks[0].is_solo = True
+    obj.animation_data.use_nla = nla_on
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    pose, keys_before = pose_snapshot(obj), _all_keys(obj)
+    if nla_on:
+        with pytest.raises(ChainError, match="its NLA track 'NlaTrack' is solo, so its action does not play"):
+            bake_armature(scene, obj, frame_start=1, frame_end=10)
+        assert pose_snapshot(obj) == pose and _all_keys(obj) == keys_before
+        assert obj.animation_data.action is None
+    else:
+        bake_armature(scene, obj, frame_start=1, frame_end=10)
+        assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
