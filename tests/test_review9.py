@@ -72,7 +72,8 @@ def _constraint_on_a_chain_bone(bpy, obj):
 def _push_down(bpy, obj):
     """The armature's action moved into an NLA strip 'Switch' (the NLA editor's Push Down): no action left."""
     animation = obj.animation_data
-    animation.nla_tracks.new().strips.new("Switch", 1, animation.action)
+    strip = animation.nla_tracks.new().strips.new("Switch", 1, animation.action)
+    strip.name = "Switch"  # bpy 4.5 names a new strip after its action
     animation.action = None
 
 
