@@ -6,9 +6,9 @@ import numpy as np
 from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
-                    set_rotation, solve_current, verify_pose)
+from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale,
+                    check_goals_evaluated, evaluate_now, goal_label, hangs_below, pose_chain, posers, posers_read_once,
+                    prepare, read_chain, rotation_values, set_rotation, solve_current, verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -86,6 +86,11 @@ def solve_chains(armature, specs):
     # Validated without reading the goals' matrices: each solve reads them once, as the levels above have posed.
     levels = prepare(armature, specs, now=False)
     check_armature_scale(armature)
+    for spec, _ in (pair for level in levels for pair in level):
+        try:
+            check_goals_evaluated(spec)
+        except ChainError as error:
+            raise error.for_chain(spec.label) from None
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     before = [rotation_values(pose_bone) for pose_bone in bones]
     solved = []

@@ -19,8 +19,8 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, posers,
-                    rotation_path, uniform_scale)
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label, goal_world,
+                    matrix_array, posers, rotation_path, uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -244,10 +244,13 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     frames = np.asarray(frames)
     count = len(frames)
     goals = {("armature", ""): (armature, "")}  # (object name, bone name) -> (object, bone name)
+    users = {}  # (object name, bone name) -> the first chain that reaches for it, to name in a refusal
     for spec, _ in chains:
         goals[(spec.target.name_full, spec.target_bone)] = (spec.target, spec.target_bone)
+        users.setdefault((spec.target.name_full, spec.target_bone), spec.label)
         if spec.plane == "POLE":
             goals[(spec.pole.name_full, spec.pole_bone)] = (spec.pole, spec.pole_bone)
+            users.setdefault((spec.pole.name_full, spec.pole_bone), spec.label)
     reasons = {}
     world = {}
     for key, (obj, bone_name) in goals.items():
@@ -256,6 +259,12 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         if reason is None:
             world[key] = direct_world_matrices(obj, frames, keep_data)
         else:
+            # Read frame by frame from what Blender evaluates: an object it does not evaluate would give one stale
+            # matrix on every frame (read from its F-curves, it needs no evaluation).
+            try:
+                check_evaluated(obj, f"'{goal_label(obj, bone_name)}', which the bake reads frame by frame ({reason}),")
+            except ChainError as error:
+                raise error.for_chain(users.get(key)) from None
             reasons[key] = reason
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}

@@ -274,3 +274,57 @@ def test_a_solo_nla_track_is_refused_with_the_reason(blender, nla_on):
     else:
         bake_armature(scene, obj, frame_start=1, frame_end=10)
         assert _frames_off_target(bpy, obj, target, range(1, 11)) == []
+
+
+def _disable(bpy, obj, how):
+    if how == "disabled":
+        obj.hide_viewport = True  # the screen icon
+    else:  # in a collection excluded from the view layer (the check box)
+        collection = bpy.data.collections.new(f"{obj.name} controls")
+        bpy.context.scene.collection.children.link(collection)
+        for owner in obj.users_collection:
+            owner.objects.unlink(obj)
+        collection.objects.link(obj)
+        bpy.context.view_layer.layer_collection.children[collection.name].exclude = True
+
+
+@pytest.mark.parametrize("how", ["disabled", "excluded"])
+def test_a_target_blender_does_not_evaluate_is_refused_where_its_place_would_be_guessed(blender, how):
+    """Control objects put away to declutter the scene (disabled in viewports, or their collection excluded) are not
+    evaluated by Blender, so their matrices stay where they last were (or the identity, if they never were). A bake
+    that reads such a target frame by frame (it follows a Child Of) keyed the chain reaching for the origin and
+    reported success: 1.45 off the target on every frame once it is shown again. Solve posed the chain for where the
+    target was before it was moved: 0.30 off. Both must refuse, naming the target, and change nothing; a target read
+    straight from its keys needs no evaluation and still bakes."""
+    bpy = blender
+    obj, target = _arm(bpy)
+    mover = add_empty("Mover")
+    mover.keyframe_insert("location", frame=1)
+    mover.location = (0.2, -0.1, 0.15)
+    mover.keyframe_insert("location", frame=30)
+    follows = add_empty("Follows", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    follows.constraints.new("CHILD_OF").target = mover
+    obj.blender_ik.chains[0].target = follows
+    _disable(bpy, follows, how)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    pose = pose_snapshot(obj)
+    with pytest.raises(RuntimeError, match=r"Chain 'arm': 'Follows', which the bake reads frame by frame .* so Blender "
+                                           r"does not evaluate it"):
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=30)
+    assert pose_snapshot(obj) == pose and obj.animation_data is None
+    target.location = (0.7, 0.5, 1.0)
+    _disable(bpy, target, how)
+    obj.blender_ik.chains[0].target = target
+    with pytest.raises(RuntimeError, match=r"Chain 'arm': The target 'Target' is .* so Blender does not evaluate it"):
+        bpy.ops.blender_ik.solve()
+    assert pose_snapshot(obj) == pose
+    # Keyed, with no constraint: the bake computes it from its keys, as Blender would once it is enabled.
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.8, 0.4, 1.2)
+    target.keyframe_insert("location", frame=30)
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=30) == {"FINISHED"}
+    target.hide_viewport = False
+    if how == "excluded":
+        bpy.context.view_layer.layer_collection.children["Target controls"].exclude = False
+    assert _frames_off_target(bpy, obj, target, range(1, 31)) == []
