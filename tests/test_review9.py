@@ -328,3 +328,27 @@ def test_a_target_blender_does_not_evaluate_is_refused_where_its_place_would_be_
     if how == "excluded":
         bpy.context.view_layer.layer_collection.children["Target controls"].exclude = False
     assert _frames_off_target(bpy, obj, target, range(1, 31)) == []
+
+
+@pytest.mark.parametrize("where", ["action", "strip"])
+def test_a_keyed_rotation_mode_on_a_chain_bone_is_refused(blender, where):
+    """Blender keys a bone's rotation mode (Quaternion up to frame 9, XYZ from frame 10): the bake keyed the
+    quaternion channels only, which do not play where the mode is XYZ (1.25 off from frame 11 on), and reported
+    success. It must refuse, changing nothing."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = _arm(bpy)
+    pose_bone = obj.pose.bones["b2"]
+    pose_bone.keyframe_insert("rotation_mode", frame=1)
+    pose_bone.rotation_mode, pose_bone.rotation_euler = "XYZ", (0.5, 0.0, 0.0)
+    pose_bone.keyframe_insert("rotation_mode", frame=10)
+    pose_bone.keyframe_insert("rotation_euler", frame=10)
+    if where == "strip":
+        _push_down(bpy, obj)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    pose, keys_before = pose_snapshot(obj), _all_keys(obj)
+    with pytest.raises(ChainError, match="Bone 'b2' has an animated rotation mode"):
+        bake_armature(scene, obj, frame_start=1, frame_end=20)
+    assert pose_snapshot(obj) == pose and _all_keys(obj) == keys_before
