@@ -412,8 +412,9 @@ def is_pose_bone_selected(pose_bone):
 def playback_problems(obj):
     """Why ``obj``'s own action would not play keys back as they are written, as a list of sentences
     (empty when it would): NLA tweak mode (the action's time is not the scene's, and the tracks above it
-    play over it), a solo NLA track (it plays alone), or an action blended over NLA tracks with an influence below 1 or a blend mode other
-    than Replace. Without NLA tracks Blender plays the action as it is, whatever those two say."""
+    play over it), a solo NLA track (it plays alone), or an action blended over NLA tracks with an influence below 1
+    or a blend mode other than Replace. Without NLA tracks Blender plays the action as it is, whatever those two
+    say."""
     anim_data = obj.animation_data
     if anim_data is None:
         return []

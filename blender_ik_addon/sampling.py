@@ -183,8 +183,8 @@ def base_reason(chain, fcurves=None):
 
 def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
-    animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on one
-    (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
+    animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on
+    one (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
     F-curves (keys.object_fcurves), when the caller has them. The F-curves of its NLA strips count as well: they
     play in every channel the action does not key."""
     if fcurves is None:
@@ -202,8 +202,8 @@ def check_chain_not_animated(chain, fcurves=None):
             if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
                 raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
                                  f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
-                                 "this chain and would move it on some frames: remove those keys or drivers, or shorten "
-                                 "its Chain Length so that it stops below the chain")
+                                 "this chain and would move it on some frames: remove those keys or drivers, or "
+                                 "shorten its Chain Length so that it stops below the chain")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
     for fcurve, where in played:
@@ -215,9 +215,9 @@ def check_chain_not_animated(chain, fcurves=None):
                                  f"{where} that would change the solved pose on some frames: remove those keys, or the "
                                  "constraint")
             if fcurve.data_path == bone_path(name, "rotation_mode"):
-                raise ChainError(f"Bone '{name}' has an animated rotation mode{where}; the bake keys the channels of the "
-                                 f"mode it has now ({chain.armature.pose.bones[name].rotation_mode}), which would not play "
-                                 "where another mode is keyed: remove those keys")
+                raise ChainError(f"Bone '{name}' has an animated rotation mode{where}; the bake keys the channels of "
+                                 f"the mode it has now ({chain.armature.pose.bones[name].rotation_mode}), which would "
+                                 "not play where another mode is keyed: remove those keys")
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
                 if fcurve.data_path == bone_path(name, attribute):
