@@ -470,6 +470,19 @@ def nla_fcurves(obj):
     return found
 
 
+def played_fcurves(id_data):
+    """Every F-curve that can change ``id_data`` as Blender plays it, as ``(fcurve, where)`` pairs (``where``: how to
+    name it in a message, empty for the action's): its action's (on 4.4+ its slot's), its NLA strips' that play, and
+    its drivers. Muted ones included (see :func:`is_muted`)."""
+    anim_data = id_data.animation_data
+    if anim_data is None:
+        return []
+    played = [(fcurve, "") for fcurve in object_fcurves(id_data)]
+    played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in nla_fcurves(id_data)]
+    played += [(driver, " (driven)") for driver in anim_data.drivers]
+    return played
+
+
 def is_muted(fcurve):
     """Whether Blender's evaluation skips ``fcurve``: its own mute, or on 4.2 its group's (measured: with 4.4+
     layered actions a muted group still plays its F-curves)."""

@@ -154,6 +154,23 @@ def direct_world_matrices(obj, frames, keep_data=False):
     return matrices
 
 
+# Settings of the Armature datablock that change where its bones are posed (B-Bone and display settings do not).
+_POSING_BONE_SETTINGS = ("use_inherit_rotation", "inherit_scale", "use_local_location", "use_relative_parent",
+                         "use_connect")
+
+
+def animated_bone_settings(armature, names):
+    """The Armature datablock's animated or driven settings (keys, NLA strips that play, drivers) that change how the
+    bones ``names`` are posed, or whether any pose shows (Pose/Rest Position): ``(data path, where)`` pairs."""
+    data = armature.data
+    if data.animation_data is None:
+        return []
+    paths = {"pose_position"} | {f'bones["{escape_identifier(name)}"].{setting}' for name in names
+                                 for setting in _POSING_BONE_SETTINGS}
+    return [(fcurve.data_path, where) for fcurve, where in keys.played_fcurves(data)
+            if fcurve.data_path in paths and not _is_muted(fcurve)]
+
+
 def base_reason(chain, fcurves=None):
     """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
     armature's F-curves (keys.object_fcurves), when the caller has them."""
@@ -171,6 +188,8 @@ def base_reason(chain, fcurves=None):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
+    for path, _ in animated_bone_settings(armature, [bone.name for bone in ancestors]):
+        return f"the armature's {path} is animated or driven"
     for owner, constraint, bone_name in posers(armature, {bone.name for bone in ancestors}):
         return (f"bone '{bone_name}' above the chain is posed by the {constraint.type.replace('_', ' ')} constraint of "
                 f"bone '{owner.name}'")
@@ -204,6 +223,9 @@ def check_chain_not_animated(chain, fcurves=None):
                                  f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
                                  "this chain and would move it on some frames: remove those keys or drivers, or "
                                  "shorten its Chain Length so that it stops below the chain")
+    for path, where in animated_bone_settings(chain.armature, chain.names):
+        raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
+                         "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
     for fcurve, where in played:

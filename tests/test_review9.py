@@ -352,3 +352,62 @@ def test_a_keyed_rotation_mode_on_a_chain_bone_is_refused(blender, where):
     with pytest.raises(ChainError, match="Bone 'b2' has an animated rotation mode"):
         bake_armature(scene, obj, frame_start=1, frame_end=20)
     assert pose_snapshot(obj) == pose and _all_keys(obj) == keys_before
+
+
+def _key_inherit_rotation(bpy, obj):
+    bone = obj.data.bones["b2"]
+    bone.keyframe_insert("use_inherit_rotation", frame=1)
+    bone.use_inherit_rotation = False
+    bone.keyframe_insert("use_inherit_rotation", frame=10)
+    bone.use_inherit_rotation = True
+
+
+def _drive_inherit_rotation(bpy, obj):
+    obj.data.bones["b2"].driver_add("use_inherit_rotation").driver.expression = "frame < 10"
+
+
+def _key_rest_position(bpy, obj):
+    obj.data.keyframe_insert("pose_position", frame=1)
+    obj.data.pose_position = "REST"
+    obj.data.keyframe_insert("pose_position", frame=10)
+    obj.data.pose_position = "POSE"
+
+
+@pytest.mark.parametrize("make", [_key_inherit_rotation, _drive_inherit_rotation, _key_rest_position])
+def test_what_the_armature_datablock_animates_is_checked(blender, make):
+    """A bone's Inherit Rotation or the armature's Pose/Rest Position keyed or driven on the Armature datablock (not
+    the object) changes the pose on some frames: the bake reported success and played 0.25 off from frame 10 (Inherit
+    Rotation off), 0.62 off (Rest Position). It must refuse, naming the setting, and change nothing."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, target = _arm(bpy)
+    make(bpy, obj)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    pose = pose_snapshot(obj)
+    with pytest.raises(ChainError, match=r"Armature 'Arm' has an animated (bones\[\"b2\"\].use_inherit_rotation|"
+                                         r"pose_position)"):
+        bake_armature(scene, obj, frame_start=1, frame_end=20)
+    assert pose_snapshot(obj) == pose and obj.animation_data is None
+
+
+def test_an_animated_setting_of_a_bone_above_the_chain_makes_the_bake_read_the_base_on_every_frame(blender):
+    """Inherit Rotation of the bone above the chain switched off from frame 10 (keyed on the Armature datablock)
+    moves the chain's base with no key on the object: read once, the base was that of the current frame."""
+    bpy = blender
+    obj, target = _arm(bpy)
+    bpy.ops.object.mode_set(mode="EDIT")
+    top = obj.data.edit_bones.new("top")
+    top.head, top.tail = (0.0, 0.0, -0.5), (0.0, 0.0, 0.0)
+    obj.data.edit_bones["root"].parent = top
+    bpy.ops.object.mode_set(mode="OBJECT")
+    obj.pose.bones["top"].rotation_quaternion = (0.9, 0.3, 0.2, 0.0)
+    root = obj.data.bones["root"]
+    root.keyframe_insert("use_inherit_rotation", frame=1)
+    root.use_inherit_rotation = False
+    root.keyframe_insert("use_inherit_rotation", frame=10)
+    root.use_inherit_rotation = True
+    bpy.context.scene.frame_set(1)
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=20) == {"FINISHED"}
+    assert _frames_off_target(bpy, obj, target, range(1, 21)) == []
