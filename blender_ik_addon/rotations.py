@@ -112,7 +112,7 @@ def continuous_axis_angles(q, previous=None):
     passes through zero) keeps its axis and its angle goes through zero, instead of the axis flipping between two
     keys, which Blender would interpolate through a swing of the whole bone. The angle is then brought within π of
     the one before (a turn of 2π about one axis changes nothing), the first within π of ``previous``'s. An identity
-    keeps the axis before it (or ``previous``'s, else Y)."""
+    keeps the axis before it (or ``previous``'s if it has one, else Y)."""
     q = np.asarray(q, dtype=np.float64)
     if len(q) == 0:
         return np.empty(q.shape)
@@ -132,7 +132,8 @@ def continuous_axis_angles(q, previous=None):
     signs = np.cumprod(steps, axis=0)
     angle = 2.0 * np.arctan2(length * signs, q[..., 0])
     axis = unit * signs[..., None]
-    fallback = start if previous is not None else np.broadcast_to([0.0, 1.0, 0.0], q.shape[1:-1] + (3,))
+    # (A zero axis, which Blender plays as no rotation, is not kept: Y, as Blender's identity has.)
+    fallback = np.where((np.linalg.norm(start, axis=-1) > 1e-12)[..., None], start, [0.0, 1.0, 0.0])
     filled = np.take_along_axis(axis, np.maximum(last, 0)[..., None], axis=0)
     axis = np.where(defined[..., None], axis, np.where((last >= 0)[..., None], filled, fallback))
     if previous is not None:
