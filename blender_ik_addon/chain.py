@@ -627,6 +627,15 @@ def not_evaluated(obj):
         return None
     if obj.hide_viewport:
         return "is disabled in viewports"
+    enabled = enabled_collections(bpy.context.view_layer)
+    if not any(collection.as_pointer() in enabled for collection in obj.users_collection):
+        return "is in no collection of the view layer that is enabled in viewports (excluded, or disabled)"
+    return None
+
+
+def enabled_collections(view_layer):
+    """The pointers (``as_pointer()``) of the collections whose objects ``view_layer`` evaluates: neither excluded
+    nor disabled in viewports, nor below one that is."""
     enabled = set()
 
     def walk(layer_collection):
@@ -636,10 +645,8 @@ def not_evaluated(obj):
         for child in layer_collection.children:
             walk(child)
 
-    walk(bpy.context.view_layer.layer_collection)
-    if not any(collection.as_pointer() in enabled for collection in obj.users_collection):
-        return "is in no collection of the view layer that is enabled in viewports (excluded, or disabled)"
-    return None
+    walk(view_layer.layer_collection)
+    return enabled
 
 
 def check_evaluated(obj, what):

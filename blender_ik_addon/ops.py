@@ -7,8 +7,9 @@ from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale,
-                    check_goals_evaluated, evaluate_now, goal_label, hangs_below, pose_chain, posers, posers_read_once,
-                    prepare, read_chain, rotation_values, set_rotation, solve_current, verify_pose)
+                    check_goals_evaluated, enabled_collections, evaluate_now, goal_label, hangs_below, pose_chain,
+                    posers, posers_read_once, prepare, read_chain, rotation_values, set_rotation, solve_current,
+                    verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -173,9 +174,12 @@ def _up_to_bone_matrix(up_axis, roll_axis):
 
 
 def _target_collection(context):
-    """The collection the user is working in (the Outliner's active one), if it can take new objects."""
+    """The collection the user is working in (the Outliner's active one), if it can take new objects and Blender
+    evaluates them there (in one excluded or disabled in viewports, a new target would be out of sight, and its place
+    unknown to Solve and Live)."""
     collection = context.collection
-    if collection is None or collection.library is not None or collection.override_library is not None:
+    if (collection is None or collection.library is not None or collection.override_library is not None
+            or collection.as_pointer() not in enabled_collections(context.view_layer)):
         collection = context.scene.collection
     return collection
 

@@ -411,3 +411,23 @@ def test_an_animated_setting_of_a_bone_above_the_chain_makes_the_bake_read_the_b
     bpy.context.scene.frame_set(1)
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=20) == {"FINISHED"}
     assert _frames_off_target(bpy, obj, target, range(1, 21)) == []
+
+
+def test_new_empties_do_not_go_into_a_collection_blender_does_not_evaluate(blender):
+    """The Outliner's active collection is one the rigger disabled in viewports (say the collection the old controls
+    were put away in): Add Target and Place Pole put their new Empty there, out of sight and never evaluated, so
+    Solve could not use it. They go into the scene's collection instead, and Solve works at once."""
+    bpy = blender
+    obj = build_arm()
+    put_away = bpy.data.collections.new("Put away")
+    bpy.context.scene.collection.children.link(put_away)
+    put_away.hide_viewport = True
+    bpy.context.view_layer.active_layer_collection = bpy.context.view_layer.layer_collection.children["Put away"]
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone = "b3"
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    assert bpy.ops.blender_ik.place_pole() == {"FINISHED"}
+    settings = obj.blender_ik
+    for made in (settings.target, settings.pole):
+        assert [collection.name for collection in made.users_collection] == ["Scene Collection"]
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
