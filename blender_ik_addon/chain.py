@@ -16,6 +16,7 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 from bpy.utils import escape_identifier
 from mathutils import Matrix, Vector
@@ -660,10 +661,50 @@ def _reads_chain(chain, obj, bone_name):
     return None
 
 
+def not_evaluated(obj):
+    """Why Blender's viewport does not evaluate ``obj`` by itself, or None: disabled in viewports (the screen icon), or
+    in no collection of the view layer that is enabled (one excluded, or disabled in viewports, or any collection
+    above it). Its matrices then stay where they were last evaluated, whatever its animation or constraints say.
+    (The eye icon only hides: a hidden object is still evaluated.)"""
+    if obj.visible_get():  # shown, so evaluated (the test below walks every collection: ~3 µs each)
+        return None
+    if obj.hide_viewport:
+        return "is disabled in viewports"
+    enabled = enabled_collections(bpy.context.view_layer)
+    if not any(collection.as_pointer() in enabled for collection in obj.users_collection):
+        return "is in no collection of the view layer that is enabled in viewports (excluded, or disabled)"
+    return None
+
+
+def enabled_collections(view_layer):
+    """The pointers (``as_pointer()``) of the collections whose objects ``view_layer`` evaluates: neither excluded
+    nor disabled in viewports, nor below one that is."""
+    enabled = set()
+
+    def walk(layer_collection):
+        if layer_collection.exclude or layer_collection.collection.hide_viewport:
+            return
+        enabled.add(layer_collection.collection.as_pointer())
+        for child in layer_collection.children:
+            walk(child)
+
+    walk(view_layer.layer_collection)
+    return enabled
+
+
+def check_evaluated(obj, what):
+    reason = not_evaluated(obj)
+    if reason is not None:
+        raise ChainError(f"{what} {reason}, so Blender does not evaluate it here and where it is (or how it is posed) "
+                         "is not known; enable it in viewports (the screen icon in the Outliner; the eye icon only "
+                         "hides it)")
+
+
 def check_target(chain, spec, now=True):
     """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
     the plane is "POLE"). ``now=False`` leaves out what may differ from frame to frame (the matrices' values;
     a bake checks those on every baked frame) and returns None, None."""
+    check_evaluated(chain.armature, f"Armature '{chain.armature.name}'")
     for role, obj, bone_name in spec.goals():
         if not now:  # the same checks on the objects and bones, without reading their matrices
             goal_matrix(chain.armature, obj, bone_name, role, read=False)
@@ -677,7 +718,17 @@ def check_target(chain, spec, now=True):
                              "remove or mute that, or point it elsewhere")
     if not now:
         return None, None
+    check_goals_evaluated(spec)
     return goal_matrices(chain, spec)
+
+
+def check_goals_evaluated(spec):
+    """Refuse goals Blender does not evaluate (:func:`not_evaluated`), for a solve of the current frame: their
+    matrices are not where they are. (A bake reads them from their keys, or checks what it reads frame by frame:
+    see sampling.sample.)"""
+    for role, obj, bone_name in spec.goals():
+        if obj is not None:
+            check_evaluated(obj, f"The {role} '{goal_label(obj, bone_name)}'")
 
 
 def goal_matrices(chain, spec):
@@ -1084,8 +1135,15 @@ def pose_chain(chain, local_rotations):
                 quaternion.negate()
             pose_bone.rotation_quaternion = quaternion
         else:
-            before.append(pose_bone.rotation_axis_angle[:])
+            current = pose_bone.rotation_axis_angle[:]
+            before.append(current)
             axis, angle = quaternion.to_axis_angle()
+            # (θ, a) and (-θ, -a), and θ ± 2π, are one rotation: the one nearest the current value, so that keys
+            # made of successive solves (a hinge turning through its rest angle) interpolate as the pose turns.
+            if axis.dot(current[1:]) < 0.0:
+                axis.negate()
+                angle = -angle
+            angle += 2.0 * math.pi * round((current[0] - angle) / (2.0 * math.pi))
             pose_bone.rotation_axis_angle = (angle, *axis)
     return before
 

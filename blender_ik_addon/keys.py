@@ -412,8 +412,9 @@ def is_pose_bone_selected(pose_bone):
 def playback_problems(obj):
     """Why ``obj``'s own action would not play keys back as they are written, as a list of sentences
     (empty when it would): NLA tweak mode (the action's time is not the scene's, and the tracks above it
-    play over it), or an action blended over NLA tracks with an influence below 1 or a blend mode other
-    than Replace. Without NLA tracks Blender plays the action as it is, whatever those two say."""
+    play over it), a solo NLA track (it plays alone), or an action blended over NLA tracks with an influence below 1
+    or a blend mode other than Replace. Without NLA tracks Blender plays the action as it is, whatever those two
+    say."""
     anim_data = obj.animation_data
     if anim_data is None:
         return []
@@ -421,6 +422,11 @@ def playback_problems(obj):
     if anim_data.use_tweak_mode:
         problems.append("its NLA is in tweak mode (the keys would land in the strip's time, under the tracks "
                         "above it): exit tweak mode in the NLA editor (Tab)")
+    solo = next((track for track in anim_data.nla_tracks if track.is_solo), None)
+    if solo is not None and anim_data.use_nla and not anim_data.use_tweak_mode:
+        # Blender plays a solo track alone: the action is left out (unless it is the solo track's tweaked strip).
+        problems.append(f"its NLA track '{solo.name}' is solo, so its action does not play: turn Solo off (the star "
+                        "in the NLA editor)")
     tracks = [track for track in anim_data.nla_tracks if not track.mute and len(track.strips)]
     if tracks and anim_data.action is not None and (
             anim_data.action_influence < 1.0 or anim_data.action_blend_type != "REPLACE"):
@@ -428,6 +434,53 @@ def playback_problems(obj):
                         f"blend {anim_data.action_blend_type.title()}): set the influence to 1 and the blend to "
                         "Replace in the NLA editor's action track")
     return problems
+
+
+def nla_fcurves(obj):
+    """The F-curves that ``obj``'s NLA strips play on it, as ``(fcurve, strip name)`` pairs: those of the actions of
+    every strip that plays (not muted, on a track that is not muted, and a solo track only when one is solo; a meta
+    strip's inner strips), each through its own slot on 4.4+. They play below the action, in the channels it does
+    not key."""
+    anim_data = obj.animation_data
+    if anim_data is None or not anim_data.use_nla:  # the NLA editor's "Include in NLA evaluation" off: none plays
+        return []
+    tracks = [track for track in anim_data.nla_tracks if not track.mute]
+    if any(track.is_solo for track in tracks):
+        tracks = [track for track in tracks if track.is_solo]
+    found = []
+
+    def visit(strips):
+        for strip in strips:
+            if strip.mute:
+                continue
+            if strip.type == "META":
+                visit(strip.strips)
+            elif strip.action is not None:
+                if _LAYERED:
+                    slot = strip.action_slot
+                    curves = [fcurve for layer in strip.action.layers for keyframe_strip in layer.strips
+                              for bag in [keyframe_strip.channelbag(slot)] if slot is not None and bag is not None
+                              for fcurve in bag.fcurves]
+                else:
+                    curves = strip.action.fcurves
+                found.extend((fcurve, strip.name) for fcurve in curves)
+
+    for track in tracks:
+        visit(track.strips)
+    return found
+
+
+def played_fcurves(id_data):
+    """Every F-curve that can change ``id_data`` as Blender plays it, as ``(fcurve, where)`` pairs (``where``: how to
+    name it in a message, empty for the action's): its action's (on 4.4+ its slot's), its NLA strips' that play, and
+    its drivers. Muted ones included (see :func:`is_muted`)."""
+    anim_data = id_data.animation_data
+    if anim_data is None:
+        return []
+    played = [(fcurve, "") for fcurve in object_fcurves(id_data)]
+    played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in nla_fcurves(id_data)]
+    played += [(driver, " (driven)") for driver in anim_data.drivers]
+    return played
 
 
 def is_muted(fcurve):
@@ -438,12 +491,17 @@ def is_muted(fcurve):
 
 def action_problem(obj):
     """Why the keys of ``obj``'s action cannot be changed and kept, or None: an action linked from a library
-    would change only until the file is reloaded."""
+    would change only until the file is reloaded; a library override of one takes no new keys."""
     anim_data = obj.animation_data
     action = anim_data.action if anim_data is not None else None
     if action is not None and action.library is not None:
         return (f"its action '{action.name}' is linked from library '{action.library.filepath}', so new keys "
                 "would be lost on reload: make the action local (or override it and give it a local action)")
+    if action is not None and action.override_library is not None:
+        # Its keys are the library's: new ones do not play (4.4+: Blender's own keying refuses them) or are lost on
+        # reload (4.2).
+        return (f"its action '{action.name}' is a library override, whose keys are the library's: new keys would "
+                "not play, or be lost on reload; make the action local, or give the armature a local action")
     return None
 
 

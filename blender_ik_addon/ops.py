@@ -8,9 +8,10 @@ import numpy as np
 from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale, evaluate_now,
-                    goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
-                    set_rotation, solve_current, verify_pose)
+from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale,
+                    check_goals_evaluated, enabled_collections, evaluate_now, goal_label, hangs_below, pose_chain,
+                    posers, posers_read_once, prepare, read_chain, rotation_values, set_rotation, solve_current,
+                    verify_pose)
 from .report import distance_text
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -88,6 +89,11 @@ def solve_chains(armature, specs):
     # Validated without reading the goals' matrices: each solve reads them once, as the levels above have posed.
     levels = prepare(armature, specs, now=False)
     check_armature_scale(armature)
+    for spec, _ in (pair for level in levels for pair in level):
+        try:
+            check_goals_evaluated(spec)
+        except ChainError as error:
+            raise error.for_chain(spec.label) from None
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     before = [rotation_values(pose_bone) for pose_bone in bones]
     solved = []
@@ -170,9 +176,12 @@ def _up_to_bone_matrix(up_axis, roll_axis):
 
 
 def _target_collection(context):
-    """The collection the user is working in (the Outliner's active one), if it can take new objects."""
+    """The collection the user is working in (the Outliner's active one), if it can take new objects and Blender
+    evaluates them there (in one excluded or disabled in viewports, a new target would be out of sight, and its place
+    unknown to Solve and Live)."""
     collection = context.collection
-    if collection is None or collection.library is not None or collection.override_library is not None:
+    if (collection is None or collection.library is not None or collection.override_library is not None
+            or collection.as_pointer() not in enabled_collections(context.view_layer)):
         collection = context.scene.collection
     return collection
 

@@ -5,7 +5,8 @@ so ``R = Rz·Ry·Rx``; axis-angle is ``(angle, x, y, z)``. The Euler conversion 
 ``mat3_normalized_to_eulO`` (both of its solutions), written for arrays of matrices.
 
 Continuity for keys: quaternions keep the hemisphere of their predecessor; Euler triples take, of the
-two equivalent solutions, the one nearest the previous key, each angle within π of it.
+two equivalent solutions, the one nearest the previous key, each angle within π of it; axis-angle values keep the
+sign of their predecessor's axis, the angle within π of it.
 """
 import math
 
@@ -103,6 +104,46 @@ def continuous_quaternions(q, previous=None):
     return q * signs[..., None]
 
 
+def continuous_axis_angles(q, previous=None):
+    """(F, ..., 4) quaternions -> (F, ..., 4) axis-angle values (angle, x, y, z) continuous over F.
+
+    ``(θ, a)`` and ``(-θ, -a)`` are one rotation: each axis takes the sign nearest the last defined one before it
+    (the first: ``previous``'s), so a hinge that turns through its rest angle (the axis of ``v`` reverses as ``v``
+    passes through zero) keeps its axis and its angle goes through zero, instead of the axis flipping between two
+    keys, which Blender would interpolate through a swing of the whole bone. The angle is then brought within π of
+    the one before (a turn of 2π about one axis changes nothing), the first within π of ``previous``'s. An identity
+    keeps the axis before it (or ``previous``'s if it has one, else Y)."""
+    q = np.asarray(q, dtype=np.float64)
+    if len(q) == 0:
+        return np.empty(q.shape)
+    v = q[..., 1:]
+    length = np.linalg.norm(v, axis=-1)
+    defined = length > 1e-12
+    unit = v / np.where(defined, length, 1.0)[..., None]
+    unit[~defined] = 0.0
+    # The axis of the last defined frame before each frame (the first: previous's), to take each sign against.
+    positions = np.arange(len(q)).reshape((-1,) + (1,) * (q.ndim - 2))
+    last = np.maximum.accumulate(np.where(defined, positions, -1), axis=0)
+    before = np.concatenate([np.full((1,) + last.shape[1:], -1), last[:-1]])
+    start = np.zeros(q.shape[1:-1] + (3,)) if previous is None else np.asarray(previous, dtype=np.float64)[..., 1:]
+    reference = np.where((before >= 0)[..., None],
+                         np.take_along_axis(unit, np.maximum(before, 0)[..., None], axis=0), start)
+    steps = np.where(defined & (np.einsum("...i,...i->...", unit, reference) < 0.0), -1.0, 1.0)
+    signs = np.cumprod(steps, axis=0)
+    angle = 2.0 * np.arctan2(length * signs, q[..., 0])
+    axis = unit * signs[..., None]
+    # (A zero axis, which Blender plays as no rotation, is not kept: Y, as Blender's identity has.)
+    fallback = np.where((np.linalg.norm(start, axis=-1) > 1e-12)[..., None], start, [0.0, 1.0, 0.0])
+    filled = np.take_along_axis(axis, np.maximum(last, 0)[..., None], axis=0)
+    axis = np.where(defined[..., None], axis, np.where((last >= 0)[..., None], filled, fallback))
+    if previous is not None:
+        angle = np.unwrap(np.concatenate([np.asarray(previous, dtype=np.float64)[..., :1][None][..., 0], angle]),
+                          axis=0)[1:]
+    else:
+        angle = np.unwrap(angle, axis=0)
+    return np.concatenate([angle[..., None], axis], -1)
+
+
 def _wrapped_distance(a, b):
     """Sum over the three angles of |a - b| taken modulo 2π into [-π, π]."""
     return np.abs((a - b + math.pi) % (2.0 * math.pi) - math.pi).sum(-1)
@@ -143,7 +184,7 @@ def matrices_to_channels(matrices, mode, previous=None):
             previous = np.asarray(previous, dtype=np.float64)
             half = 0.5 * previous[..., :1]
             previous_q = np.concatenate([np.cos(half), np.sin(half) * previous[..., 1:]], -1)
-        return quaternion_to_axis_angle(continuous_quaternions(matrix_to_quaternion(matrices), previous_q))
+        return continuous_axis_angles(continuous_quaternions(matrix_to_quaternion(matrices), previous_q), previous)
     if mode == "QUATERNION":
         return continuous_quaternions(matrix_to_quaternion(matrices), previous)
     raise ValueError(f"unknown rotation mode {mode!r}")

@@ -19,8 +19,8 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, goal_world, matrix_array, posers,
-                    rotation_path, uniform_scale)
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label, goal_world,
+                    matrix_array, posers, rotation_path, uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -154,6 +154,23 @@ def direct_world_matrices(obj, frames, keep_data=False):
     return matrices
 
 
+# Settings of the Armature datablock that change where its bones are posed (B-Bone and display settings do not).
+_POSING_BONE_SETTINGS = ("use_inherit_rotation", "inherit_scale", "use_local_location", "use_relative_parent",
+                         "use_connect")
+
+
+def animated_bone_settings(armature, names):
+    """The Armature datablock's animated or driven settings (keys, NLA strips that play, drivers) that change how the
+    bones ``names`` are posed, or whether any pose shows (Pose/Rest Position): ``(data path, where)`` pairs."""
+    data = armature.data
+    if data.animation_data is None:
+        return []
+    paths = {"pose_position"} | {f'bones["{escape_identifier(name)}"].{setting}' for name in names
+                                 for setting in _POSING_BONE_SETTINGS}
+    return [(fcurve.data_path, where) for fcurve, where in keys.played_fcurves(data)
+            if fcurve.data_path in paths and not _is_muted(fcurve)]
+
+
 def base_reason(chain, fcurves=None):
     """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
     armature's F-curves (keys.object_fcurves), when the caller has them."""
@@ -171,6 +188,8 @@ def base_reason(chain, fcurves=None):
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
             return f"bone '{bone.name}' has constraints"
+    for path, _ in animated_bone_settings(armature, [bone.name for bone in ancestors]):
+        return f"the armature's {path} is animated or driven"
     for owner, constraint, bone_name in posers(armature, {bone.name for bone in ancestors}):
         return (f"bone '{bone_name}' above the chain is posed by the {constraint.type.replace('_', ' ')} constraint of "
                 f"bone '{owner.name}'")
@@ -183,39 +202,49 @@ def base_reason(chain, fcurves=None):
 
 def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
-    animated location (of an unconnected bone) or scale on a chain bone, and animated constraints on one
-    (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
-    F-curves (keys.object_fcurves), when the caller has them."""
+    animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on
+    one (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
+    F-curves (keys.object_fcurves), when the caller has them. The F-curves of its NLA strips count as well: they
+    play in every channel the action does not key."""
+    if fcurves is None:
+        fcurves = keys.object_fcurves(chain.armature)
+    played = [(fcurve, "") for fcurve in fcurves]
+    played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(chain.armature)]
     # Another bone's IK or Spline IK whose chain reaches into this one poses its bones as their own constraint would:
     # keyed or driven, it acts on other frames than the one the chain was validated on.
     posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
                    for owner, constraint, _ in posers(chain.armature, set(chain.names))
                    if owner.name not in chain.names)
-    if fcurves is None:
-        fcurves = keys.object_fcurves(chain.armature)
     if posing:
         drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
-        for fcurve in list(fcurves) + drivers:
+        for fcurve, where in played + [(driver, "") for driver in drivers]:
             if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
                 raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
-                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}) whose chain reaches into this "
-                                 "chain and would move it on some frames: remove those keys or drivers, or shorten its "
-                                 "Chain Length so that it stops below the chain")
+                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
+                                 "this chain and would move it on some frames: remove those keys or drivers, or "
+                                 "shorten its Chain Length so that it stops below the chain")
+    for path, where in animated_bone_settings(chain.armature, chain.names):
+        raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
+                         "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")
     # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
     prefixes = tuple(bone_path(name, "") for name in chain.names)
-    for fcurve in fcurves:
+    for fcurve, where in played:
         if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
             continue
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
-                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]}) "
-                                 "that would change the solved pose on some frames: remove those keys, or the "
+                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]})"
+                                 f"{where} that would change the solved pose on some frames: remove those keys, or the "
                                  "constraint")
+            if fcurve.data_path == bone_path(name, "rotation_mode"):
+                raise ChainError(f"Bone '{name}' has an animated rotation mode{where}; the bake keys the channels of "
+                                 f"the mode it has now ({chain.armature.pose.bones[name].rotation_mode}), which would "
+                                 "not play where another mode is keyed: remove those keys")
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
                 if fcurve.data_path == bone_path(name, attribute):
-                    raise ChainError(f"Bone '{name}' has an animated {attribute}; the bake keys rotations only "
-                                       f"and needs the chain's {attribute} to stay as it is: remove those keys")
+                    raise ChainError(f"Bone '{name}' has an animated {attribute}{where}; the bake keys rotations "
+                                     f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
 @dataclass
@@ -241,10 +270,13 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     frames = np.asarray(frames)
     count = len(frames)
     goals = {("armature", ""): (armature, "")}  # (object name, bone name) -> (object, bone name)
+    users = {}  # (object name, bone name) -> the first chain that reaches for it, to name in a refusal
     for spec, _ in chains:
         goals[(spec.target.name_full, spec.target_bone)] = (spec.target, spec.target_bone)
+        users.setdefault((spec.target.name_full, spec.target_bone), spec.label)
         if spec.plane == "POLE":
             goals[(spec.pole.name_full, spec.pole_bone)] = (spec.pole, spec.pole_bone)
+            users.setdefault((spec.pole.name_full, spec.pole_bone), spec.label)
     reasons = {}
     world = {}
     for key, (obj, bone_name) in goals.items():
@@ -253,6 +285,12 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         if reason is None:
             world[key] = direct_world_matrices(obj, frames, keep_data)
         else:
+            # Read frame by frame from what Blender evaluates: an object it does not evaluate would give one stale
+            # matrix on every frame (read from its F-curves, it needs no evaluation).
+            try:
+                check_evaluated(obj, f"'{goal_label(obj, bone_name)}', which the bake reads frame by frame ({reason}),")
+            except ChainError as error:
+                raise error.for_chain(users.get(key)) from None
             reasons[key] = reason
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
