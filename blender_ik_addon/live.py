@@ -21,8 +21,8 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import (ChainError, chain_names, check_armature_scale, check_target, evaluate_now, forget_read_chains,
-                    moves_with_chain, order, pose_chain, read_chain, set_rotation, solve_current,
+from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_target, evaluate_now,
+                    forget_read_chains, moves_with_chain, order, pose_chain, read_chain, set_rotation, solve_current,
                     verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
@@ -31,6 +31,7 @@ _stale = [True]  # _live must be rebuilt before use
 _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
 _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone) when read, its _armature_inputs)
+_bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 
 
 def _matrix(obj, bone_name=""):
@@ -154,6 +155,22 @@ def _moved_by(armature, moving, idle):
     return found
 
 
+def _base(armature, spec, chain, inputs, validated, depth):
+    """The chain's base (chain.base_rows): the one read at an earlier update while the chain is validated and its parent
+    bone is where it was then (it depends on nothing else Live does not validate). Not below another chain posed in this
+    update (``depth``): the parent's matrix in ``inputs`` was read before that one moved."""
+    key, parent = (armature.name, spec.label), inputs[1][1]
+    known = _bases.get(key)
+    if not depth and validated and known is not None and known[0] == parent:
+        return known[1]
+    base = base_rows(chain)
+    if depth:
+        _bases.pop(key, None)
+    else:
+        _bases[key] = parent, base
+    return base
+
+
 def solve_live(armature, scene, force=False, updated=None, live_chains=None):
     """Re-solve the live chains of one armature whose inputs changed; errors go to each chain's read-out,
     never raise. Returns how many chains were posed. ``updated``: see :func:`_read_armature`; ``live_chains``:
@@ -200,7 +217,8 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         solved = []
         for spec, chain in level:
             try:
-                solve = solve_current(chain, spec, validated=validated_of[spec])
+                solve = solve_current(chain, spec, validated=validated_of[spec],
+                                      base=_base(armature, spec, chain, inputs_of[spec], validated_of[spec], depth))
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
@@ -323,6 +341,7 @@ def on_data_replaced(*_args):
     _stale[0] = True
     _last_inputs.clear()
     _validated.clear()
+    _bases.clear()
     _armature_read.clear()
     forget_read_chains()
     props.forget_bones()
@@ -382,6 +401,7 @@ def unregister():
     _live.clear()
     _last_inputs.clear()
     _validated.clear()
+    _bases.clear()
     _armature_read.clear()
     forget_read_chains()
     props.forget_bones()

@@ -247,3 +247,29 @@ def test_a_change_made_while_live_was_paused_is_seen_at_the_next_update(blender)
     bpy.context.view_layer.update()
     status = readout(obj)
     assert status.status == "ERROR" and "constraints" in status.message, status
+
+
+@pytest.mark.parametrize("flag, value", [("use_local_location", False), ("inherit_scale", "NONE")])
+def test_a_first_bone_flag_changed_under_a_posed_parent_moves_the_chain_to_its_new_base(blender, flag, value):
+    """The first bone's inheritance flags decide where the chain hangs from its posed parent. Live keeps the base it
+    computed while the chain is validated and the parent stays put: a flag changed must re-validate, and the base be
+    computed again, for the tip to stay on its target."""
+    bpy = blender
+    from mathutils import Quaternion
+
+    obj = build_arm(connected=False, directions=[(0.6, 0.0, 0.8), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)])
+    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    bpy.context.view_layer.objects.active = obj
+    obj.blender_ik.tip_bone, obj.blender_ik.target = "b3", target
+    root = obj.pose.bones["root"]
+    root.rotation_quaternion = Quaternion((0.3, 0.5, 0.2), 0.7)
+    root.scale = (1.2, 1.2, 1.2)
+    obj.pose.bones["b1"].location = (0.05, 0.1, 0.0)
+    bpy.context.view_layer.update()
+    obj.blender_ik.live = True
+    assert on_target(obj, target)
+    before = np.array(obj.pose.bones["b1"].tail)
+    setattr(obj.data.bones["b1"], flag, value)
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(np.array(obj.pose.bones["b1"].tail) - before) > 1e-3  # the base moved (or scaled)
+    assert on_target(obj, target)
