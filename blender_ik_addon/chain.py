@@ -569,7 +569,8 @@ def goal_matrix(armature, obj, bone_name, role, read=True):
         raise ChainError(f"The {role} cannot be the armature itself; choose one of its bones, or use an Empty")
     if not read:
         return None
-    rows = product_rows(_armature_inverse(armature), goal_world(obj, bone_name))
+    inverse, world = _armature_inverse(armature), goal_world(obj, bone_name)
+    rows = world if inverse is None else product_rows(inverse, world)
     # The sum is finite when every entry is, but for an overflow of huge finite ones: then look at each.
     if not math.isfinite(sum(map(sum, rows))) and not all(math.isfinite(value) for row in rows for value in row):
         raise ChainError(f"The {role} '{obj.name}' has an invalid (non-finite) transform")
@@ -581,13 +582,21 @@ _armature_inverses = {}
 
 
 def _armature_inverse(armature):
+    """The inverse of the armature's world matrix (rows), or None when that is the identity (an armature object at the
+    origin, as characters often are: their root bone moves), which leaves a goal's world matrix as it is, bit for
+    bit."""
     world = tuple(rows_of(armature.matrix_world))
+    if world == _IDENTITY:
+        return None
     inverse = _armature_inverses.get(world)
     if inverse is None:
         if len(_armature_inverses) >= 64:
             _armature_inverses.clear()
         inverse = _armature_inverses[world] = inverse_rows(world)
     return inverse
+
+
+_IDENTITY = tuple(tuple(float(i == j) for j in range(4)) for i in range(4))
 
 
 def goal_world(obj, bone_name=""):
