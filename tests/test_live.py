@@ -325,3 +325,36 @@ def test_what_follows_the_posed_chain_is_evaluated_with_it(blender, how):
     bpy.context.view_layer.update()
     assert np.abs(shown - before).max() > 1e-2  # the dependents moved with the chain
     np.testing.assert_allclose(shown, state(), rtol=0, atol=1e-6)
+
+
+def test_live_solves_the_armatures_of_the_scene_being_updated_only(blender):
+    """Live finds its armatures through the view layer being evaluated (a hashed lookup: looking a name up in
+    bpy.data or scene.objects goes object by object, which a big scene paid on every update). An armature of another
+    scene is left alone by this scene's updates; one in an excluded collection of this scene is still looked at (and
+    refused: Blender does not evaluate it), as before."""
+    bpy = blender
+    obj, target = live_rig(bpy)
+    obj.blender_ik.live = True
+    assert on_target(obj, target)
+    other_scene = bpy.data.scenes.new("Other")
+    other = build_arm(name="OtherArm")
+    other_target = add_empty("OtherTarget", location=(0.8, 0.2, 1.0))
+    for thing in (other, other_target):
+        bpy.context.scene.collection.objects.unlink(thing)
+        other_scene.collection.objects.link(thing)
+    other.blender_ik.tip_bone, other.blender_ik.target = "b3", other_target
+    other.blender_ik.live = True
+    before = [tuple(pose_bone.rotation_quaternion) for pose_bone in other.pose.bones]
+    target.location.x -= 0.05
+    bpy.context.view_layer.update()
+    assert on_target(obj, target)
+    assert [tuple(pose_bone.rotation_quaternion) for pose_bone in other.pose.bones] == before
+
+    excluded = bpy.data.collections.new("Excluded")
+    bpy.context.scene.collection.children.link(excluded)
+    excluded.objects.link(obj)
+    bpy.context.scene.collection.objects.unlink(obj)
+    bpy.context.view_layer.layer_collection.children["Excluded"].exclude = True
+    target.location.x += 0.05
+    bpy.context.view_layer.update()
+    assert readout(obj).status == "ERROR" and "does not evaluate" in readout(obj).message
