@@ -1189,8 +1189,8 @@ def solve_current(chain, spec, validated=False, base=None):
     """Solve a validated chain for the scene as last evaluated. Returns a ChainSolve of one sample;
     changes nothing (pose it with :func:`pose_chain`). Outside a depsgraph handler, call
     :func:`evaluate_now` first. ``validated``: the goals were checked (:func:`check_target`) and nothing
-    they depend on changed since; only their matrices are read. ``base``: :func:`base_rows` of the chain, when the caller
-    knows it (nothing it depends on changed since it was read)."""
+    they depend on changed since; only their matrices are read. ``base``: :func:`base_rows` of the chain, when the
+    caller knows it (nothing it depends on changed since it was read)."""
     target, pole = goal_matrices(chain, spec) if validated else check_target(chain, spec)
     base, pole = base_rows(chain) if base is None else base, None if pole is None else [row[3] for row in pole[:3]]
     solve = solve_one(chain, base, target, spec, pole)

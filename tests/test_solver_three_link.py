@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from blender_ik_addon.solver import (SolverInputError, plane_tolerance, solve_floats, solve_one, solve_planar_three_link,
-                                     solve_three_link, wrap_angle)
+from blender_ik_addon.solver import (SolverInputError, plane_tolerance, solve_floats, solve_one,
+                                     solve_planar_three_link, solve_three_link, wrap_angle)
 
 N = 5000
 ANGLES = ("yaw", "elevation", "theta0", "theta1", "theta2", "roll")
