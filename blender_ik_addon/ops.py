@@ -305,9 +305,9 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
 
 
 def _selected_pose_bones(armature):
-    from .keys import is_pose_bone_selected
+    from .keys import is_pose_bone_selected, is_pose_bone_visible
     return [pose_bone for pose_bone in armature.pose.bones
-            if is_pose_bone_selected(pose_bone) and not pose_bone.bone.hide]
+            if is_pose_bone_selected(pose_bone) and is_pose_bone_visible(pose_bone)]
 
 
 class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):

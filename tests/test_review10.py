@@ -1,0 +1,55 @@
+"""Review 10: the panel and its operators driven as a user drives them (Pose Mode, a selection and an active bone),
+judged by what Blender shows and evaluates."""
+import pytest
+
+from test_chains import build_body
+
+
+def _pose_mode(bpy, obj, selected):
+    from blender_ik_addon import keys
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    for pose_bone in obj.pose.bones:
+        keys.set_pose_bone_selected(pose_bone, pose_bone.name in selected)
+
+
+def _hide(bpy, obj, bone_name, how):
+    """Hide a bone from the user in one of Blender's ways."""
+    if how == "collection":  # hiding a bone collection leaves its bones selected
+        collection = obj.data.collections.new("Arm.L")
+        collection.assign(obj.data.bones[bone_name])
+        collection.is_visible = False
+    elif how == "parent_collection":
+        parent = obj.data.collections.new("Arms")
+        collection = obj.data.collections.new("Arm.L", parent=parent)
+        collection.assign(obj.data.bones[bone_name])
+        parent.is_visible = False
+    elif how == "pose_hide":  # H in Pose Mode: PoseBone.hide on 5.0, Bone.hide before
+        pose_bone = obj.pose.bones[bone_name]
+        if "hide" in pose_bone.bl_rna.properties:
+            pose_bone.hide = True
+        else:
+            pose_bone.bone.hide = True
+    elif how == "edit_hide":  # H in Edit Mode only: Pose Mode still shows the bone
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode="EDIT")
+        obj.data.edit_bones[bone_name].hide = True
+        bpy.ops.object.mode_set(mode="OBJECT")
+
+
+@pytest.mark.parametrize("how", ["collection", "parent_collection", "pose_hide", "edit_hide"])
+def test_chains_from_selected_takes_the_bones_pose_mode_shows_selected(blender, how):
+    """Chains from Selected makes a chain for each bone Blender counts as selected (context.selected_pose_bones):
+    not for a selected bone in a hidden bone collection (hiding a collection keeps its bones selected), nor for a
+    hidden bone, and it does take a bone hidden in Edit Mode only, which Pose Mode shows."""
+    bpy = blender
+    obj = build_body(bpy)
+    _hide(bpy, obj, "hand.L", how)
+    _pose_mode(bpy, obj, {"hand.L", "foot.L"})  # a script's selection, or one made before hiding
+    bpy.context.view_layer.update()
+    shown = sorted(pose_bone.name for pose_bone in bpy.context.selected_pose_bones)
+    assert shown == (["foot.L", "hand.L"] if how == "edit_hide" else ["foot.L"])
+    objects = set(bpy.data.objects.keys())
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    assert sorted(chain.tip_bone for chain in obj.blender_ik.chains) == shown
+    assert set(bpy.data.objects.keys()) - objects == {f"{tip}_target" for tip in shown}
