@@ -550,8 +550,13 @@ class _MutedRigs:
 def _read_own_chain(armature, chain_settings):
     """Read and validate a chain of the list (or, with none, the active bone's), its own built rig aside: the
     rig's constraints are the add-on's, not one of the constraints the solve refuses."""
-    with _MutedRigs(armature, [chain_settings] if chain_settings is not None else []):
-        return read_chain(armature, chain_settings.tip_bone if chain_settings is not None else "")
+    if chain_settings is None:
+        return read_chain(armature, "")
+    with _MutedRigs(armature, [chain_settings]):
+        try:
+            return read_chain(armature, chain_settings.tip_bone)
+        except ChainError as error:
+            raise error.for_chain(chain_settings.name or chain_settings.tip_bone) from None
 
 
 class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):

@@ -53,3 +53,41 @@ def test_chains_from_selected_takes_the_bones_pose_mode_shows_selected(blender, 
     assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
     assert sorted(chain.tip_bone for chain in obj.blender_ik.chains) == shown
     assert set(bpy.data.objects.keys()) - objects == {f"{tip}_target" for tip in shown}
+
+
+def _scene_state(bpy, obj):
+    """What an operator may change: objects, the chain list, the pose, the selection and active bone, the mode."""
+    from blender_ik_addon import keys
+    return (sorted(bpy.data.objects.keys()),
+            [(c.name, c.tip_bone, c.target, c.pole, c.plane, c.bend, c.live) for c in obj.blender_ik.chains],
+            obj.blender_ik.active_chain_index,
+            {pb.name: (tuple(pb.rotation_quaternion), tuple(pb.location), keys.is_pose_bone_selected(pb),
+                       [c.name for c in pb.constraints]) for pb in obj.pose.bones},
+            obj.data.bones.active.name if obj.data.bones.active else None, obj.mode,
+            bpy.context.view_layer.objects.active.name, bpy.context.scene.frame_current)
+
+
+@pytest.mark.parametrize("operator", ["place_pole", "add_target", "chain_mirror"])
+def test_the_active_chains_operators_name_the_chain_they_refuse(blender, operator):
+    """Place Pole, Add Target and Mirror Chain work on the active chain; when its bones are no chain (here its tip
+    bone was deleted), the message names the chain, as Solve's, Bake's and Build Rig's do, and nothing changes."""
+    bpy = blender
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L", "foot.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj.blender_ik.chains["foot.L"].name = "left leg"
+    obj.blender_ik.active_chain_index = 1
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones.remove(obj.data.edit_bones["foot.L"])
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.data.bones.active = obj.data.bones["hand.L"]
+    before = _scene_state(bpy, obj)
+    messages = {}
+    for name in ("solve", operator):
+        with pytest.raises(RuntimeError) as error:
+            getattr(bpy.ops.blender_ik, name)(**({"chains": "ACTIVE"} if name == "solve" else {}))
+        messages[name] = str(error.value)
+        assert _scene_state(bpy, obj) == before
+    assert "Chain 'left leg': " in messages["solve"]
+    assert "Chain 'left leg': " in messages[operator], messages[operator]
+    assert "'foot.L'" in messages[operator]
