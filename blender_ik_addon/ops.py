@@ -204,8 +204,10 @@ def _new_target(context, armature, tip_name, up_axis, roll_axis):
     return new_empty(context, f"{tip_name}_target", tip_target_matrix(armature, tip_name, up_axis, roll_axis), size)
 
 
-def _check_free(armature, names, label, ignore=None):
-    """Refuse a new chain on ``names`` when one of the armature's chains already has one of its bones."""
+def _check_free(armature, names, label=None, what=None, ignore=None):
+    """Refuse a new chain on ``names`` when one of the armature's chains already has one of its bones. ``label``: the
+    chain the user acted on, if any (the new chain does not exist yet, so it cannot be the message's subject);
+    ``what``: how to call the new chain."""
     for chain_settings in armature.blender_ik.chains:
         if chain_settings == ignore:
             continue
@@ -215,8 +217,10 @@ def _check_free(armature, names, label, ignore=None):
             continue
         shared = next((name for name in names if name in other), None)
         if shared is not None:
-            raise ChainError(f"Bone '{shared}' already belongs to chain '{chain_settings.name}'; a bone can belong "
-                             "to one chain only", label)
+            what = what or f"a chain on '{names[2]}'"
+            owner = chain_settings.name or chain_settings.tip_bone
+            raise ChainError(f"Bone '{shared}' already belongs to chain '{owner}'; {what} cannot have it too (a bone "
+                             "can belong to one chain only)", label)
 
 
 def _add_chain(armature, tip_name, **values):
@@ -259,7 +263,7 @@ class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         names = chain_names(armature, "")
-        _check_free(armature, names, names[2])
+        _check_free(armature, names)
         _add_chain(armature, names[2])
         self.report({"INFO"}, f"Added chain '{armature.blender_ik.active_chain.name}' ({' > '.join(names)})")
         return {"FINISHED"}
@@ -325,7 +329,7 @@ class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
         planned = []
         for tip in tips:  # everything is checked before anything is added
             names = read_chain(armature, tip).names
-            _check_free(armature, names, tip)
+            _check_free(armature, names)
             for other_tip, other_names in planned:
                 shared = next((name for name in names if name in other_names), None)
                 if shared is not None:
@@ -391,7 +395,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             raise ChainError(f"Armature '{armature.name}' has no bone '{tip}' to mirror '{names[2]}' onto",
                              source.name)
         mirrored_names = read_chain(armature, tip).names
-        _check_free(armature, mirrored_names, tip)
+        _check_free(armature, mirrored_names, source.name or source.tip_bone, f"its mirror on '{tip}'")
         goals = {}
         for role, obj, bone_name in (("target", source.target, source.target_bone),
                                      ("pole", source.pole, source.pole_bone)):

@@ -91,3 +91,28 @@ def test_the_active_chains_operators_name_the_chain_they_refuse(blender, operato
     assert "Chain 'left leg': " in messages["solve"]
     assert "Chain 'left leg': " in messages[operator], messages[operator]
     assert "'foot.L'" in messages[operator]
+
+
+@pytest.mark.parametrize("operator", ["chain_add", "chains_from_selected", "chain_mirror"])
+def test_a_chain_refused_for_bones_another_chain_has_names_both(blender, operator):
+    """A new chain on bones that a chain has already is refused, and the message says which chain the user acted on
+    (for Mirror Chain: the active chain, whose mirror already has a chain), which bone, and which chain has it. With
+    chains named after their tips, the message was "Chain 'hand.L': Bone 'upper_arm.L' already belongs to chain
+    'hand.L'" for Mirror Chain on chain 'hand.R'."""
+    bpy = blender
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L", "hand.R"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj.blender_ik.active_chain_index = 1  # hand.R
+    _pose_mode(bpy, obj, {"hand.L"})
+    obj.data.bones.active = obj.data.bones["hand.L"]
+    before = _scene_state(bpy, obj)
+    with pytest.raises(RuntimeError) as error:
+        getattr(bpy.ops.blender_ik, operator)()
+    message = str(error.value)
+    assert _scene_state(bpy, obj) == before
+    assert "'upper_arm.L'" in message and "chain 'hand.L'" in message, message
+    if operator == "chain_mirror":
+        assert message.startswith("Error: Chain 'hand.R': "), message
+    else:  # the chain it would have made does not exist: no chain is its subject
+        assert not message.startswith("Error: Chain "), message
