@@ -222,10 +222,10 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 for pose_bone, values in zip(chain.pose_bones, before):
                     set_rotation(pose_bone, values)
                 _validated.pop(key, None)
-                runtime.store_error(armature.name, spec.label,
+                runtime.store_error(armature, spec.label,
                                     str(error).replace("nothing was changed", "the pose was put back"))
                 continue
-            runtime.store_solution(armature.name, spec.label, solve.solution)
+            runtime.store_solution(armature, spec.label, solve.solution)
             _validated[key] = chain
             posed += 1
         if refused:
@@ -234,7 +234,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         key = (armature.name, spec.label)
         _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
         _validated.pop(key, None)
-        runtime.store_error(armature.name, spec.label, message)
+        runtime.store_error(armature, spec.label, message)
     return posed
 
 

@@ -116,3 +116,55 @@ def test_a_chain_refused_for_bones_another_chain_has_names_both(blender, operato
         assert message.startswith("Error: Chain 'hand.R': "), message
     else:  # the chain it would have made does not exist: no chain is its subject
         assert not message.startswith("Error: Chain "), message
+
+
+class _Recorder:
+    """Stands in for a UILayout: records the labels drawn, accepts every other call."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def label(self, text="", **kwargs):
+        self.labels.append(text)
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: _Recorder(self.labels)
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value) if name == "labels" else None
+
+
+def _panel_labels(bpy, obj):
+    """What the panel and the list's rows show for the active object ``obj``: labels and status icons."""
+    import types
+    from blender_ik_addon import ui
+    labels = []
+    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
+    ui.VIEW3D_PT_blender_ik.draw(types.SimpleNamespace(layout=_Recorder(labels)), context)
+    return labels
+
+
+def test_the_read_out_follows_the_armature_object_not_its_name(blender):
+    """The read-out of a solve stays with the armature when it is renamed, and a new armature that takes the old name
+    (a re-imported character, a duplicate renamed after the original was deleted) shows no read-out until it is
+    solved: read-outs were keyed by the armature's name, so the first showed "Not solved yet" and the second the other
+    armature's "Out of reach by 46.8 cm"."""
+    bpy = blender
+    from mathutils import Vector
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj.blender_ik.chains[0].target.location += Vector((0.0, 0.0, -0.5))
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    solved = [text for text in _panel_labels(bpy, obj) if text.startswith("Out of reach by")]
+    assert len(solved) == 1
+    obj.name = "Hero"
+    assert solved[0] in _panel_labels(bpy, obj)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    other = build_body(bpy, "Body")
+    assert other.name == "Body"
+    _pose_mode(bpy, other, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    labels = _panel_labels(bpy, other)
+    assert "Not solved yet" in labels and not any(text.startswith("Out of reach") for text in labels), labels
