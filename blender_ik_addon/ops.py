@@ -430,16 +430,49 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _refers_to(owner, obj, rig_bones=()):
+    """Whether the object ``owner`` points at ``obj`` other than through its chains and the helper bones
+    ``rig_bones``: as its parent, a constraint's target (on the object or a bone), or a driver's."""
+    if owner.parent == obj:
+        return True
+    constraints = list(owner.constraints)
+    if owner.pose is not None:
+        constraints += [constraint for pose_bone in owner.pose.bones if pose_bone.name not in rig_bones
+                        for constraint in pose_bone.constraints]
+    for constraint in constraints:
+        targets = [getattr(constraint, "target", None), getattr(constraint, "pole_target", None)]
+        targets += [target.target for target in getattr(constraint, "targets", ())]
+        if obj in targets:
+            return True
+    for data in (owner, owner.data):
+        anim_data = getattr(data, "animation_data", None)
+        if anim_data is not None and any(target.id == obj for fcurve in anim_data.drivers
+                                         for variable in fcurve.driver.variables for target in variable.targets):
+            return True
+    return False
+
+
 def _movable_pole(armature, chain_settings, pole):
-    """Whether Place Pole may move the chain's pole object rather than make a new one: a local object
-    (a linked one would lose the move on reload), not a bone, and no chain's target nor another chain's pole
-    (moving it would move what they reach for)."""
+    """Whether Place Pole may move the chain's pole object rather than make a new one: a local object (a linked one
+    would lose the move on reload), not a bone, that nothing else moves (keys, drivers, constraints would put it
+    back or elsewhere) and nothing else uses (no chain's target nor another chain's pole, of any armature; no parent
+    of other objects; no constraint's or driver's target): moving it would move what they do."""
     if pole is None or chain_settings.pole_bone or pole == armature or pole.library is not None:
         return False
+    anim_data = pole.animation_data
+    if len(pole.constraints) or anim_data is not None and (anim_data.action is not None or len(anim_data.drivers)
+                                                           or len(anim_data.nla_tracks)):
+        return False
+    # Any other datablock that points at it (another armature's chain, a child, a constraint, a driver, a modifier...)
+    # would move with it; collections and scenes only hold it.
+    for user in bpy.data.user_map(subset=[pole])[pole]:
+        if user != armature and not isinstance(user, (bpy.types.Collection, bpy.types.Scene)):
+            return False
     for other in armature.blender_ik.chains:
         if other.target == pole or (other != chain_settings and other.pole == pole):
             return False
-    return True
+    # The chain's own rig follows the pole wherever it goes.
+    return not _refers_to(armature, pole, native_rig.helper_bones(armature, props.rig_key(chain_settings)))
 
 
 def pole_offset(chain, heads, length):

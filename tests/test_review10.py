@@ -168,3 +168,91 @@ def test_the_read_out_follows_the_armature_object_not_its_name(blender):
     assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
     labels = _panel_labels(bpy, other)
     assert "Not solved yet" in labels and not any(text.startswith("Out of reach") for text in labels), labels
+
+
+def _pole_used_elsewhere(bpy, obj, pole, case):
+    from rigs import add_empty
+    if case == "keyed":
+        pole.keyframe_insert("location", frame=1)
+        pole.location.x += 0.3
+        pole.keyframe_insert("location", frame=10)
+        bpy.context.scene.frame_set(1)
+    elif case == "constrained":
+        constraint = pole.constraints.new("COPY_LOCATION")
+        constraint.target, constraint.use_z = add_empty("Control", (1.0, 1.5, 1.2)), False
+    elif case == "driven":
+        pole.driver_add("location", 2).driver.expression = "1.2"
+    elif case == "other_armature":  # another character's chain bends toward it too
+        other = build_body(bpy, "Other")
+        other_chain = other.blender_ik.chains.add()
+        other_chain.name = other_chain.tip_bone = "hand.L"
+        other_chain.target, other_chain.plane, other_chain.pole = add_empty("Other goal", (0.5, 0.0, 1.0)), "POLE", pole
+    elif case == "parent_of_something":
+        add_empty("Prop", (1.1, 1.0, 1.3)).parent = pole
+    elif case == "bone_constraint_target":  # a leftover aim constraint on a bone outside the chain
+        obj.pose.bones["chest"].constraints.new("DAMPED_TRACK").target = pole
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+
+
+@pytest.mark.parametrize("case", ["keyed", "constrained", "driven", "other_armature", "parent_of_something",
+                                  "bone_constraint_target"])
+def test_place_pole_never_moves_a_pole_that_something_else_moves_or_uses(blender, case):
+    """Place Pole moves the chain's pole object only when nothing else moves it or depends on where it is; else it
+    makes a new Empty, as for a pole shared with another chain. A keyed pole went back at the next frame change (55 cm
+    here), a constrained or driven one was not where it was put (the chain moved 7 to 14 mm on the next Solve), and
+    another armature's chain, a child object or a bone's constraint that uses the pole moved with it."""
+    bpy = blender
+    from rigs import add_empty
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains[0]
+    pole = add_empty("Pole", (1.0, 1.0, 1.2))
+    chain.plane, chain.pole = "POLE", pole
+    chain.target.location += __import__("mathutils").Vector((0.02, -0.05, 0.03))
+    _pole_used_elsewhere(bpy, obj, pole, case)
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bones = ("upper_arm.L", "forearm.L", "hand.L", "chest")
+
+    def evaluated():
+        bpy.context.scene.frame_set(bpy.context.scene.frame_current)
+        return ({o.name: o.matrix_world.copy() for o in bpy.data.objects},
+                {n: (obj.matrix_world @ obj.pose.bones[n].tail).copy() for n in bones})
+
+    objects, tails = evaluated()
+    assert bpy.ops.blender_ik.place_pole() == {"FINISHED"}
+    placed = chain.pole.matrix_world.translation.copy()
+    objects_after, tails_after = evaluated()
+    assert (chain.pole.matrix_world.translation - placed).length < 1e-6
+    for name, matrix in objects.items():  # the new pole aside, nothing moved
+        assert all((a - b).length < 1e-6 for a, b in zip(matrix, objects_after[name])), name
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    for name in bones:
+        assert (obj.matrix_world @ obj.pose.bones[name].tail - tails[name]).length < 1e-5, name
+
+
+def test_place_pole_moves_the_pole_a_built_rig_follows(blender):
+    """The chain's own built rig follows its pole: Place Pole moves that pole (the rig stays current, the chain does
+    not move) rather than making a new one, which would leave the rig out of date."""
+    bpy = blender
+    from rigs import add_empty
+    from blender_ik_addon.ops import rig_state
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains[0]
+    pole = add_empty("Pole", (1.0, 1.0, 1.2))
+    chain.plane, chain.pole = "POLE", pole
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    tails = {n: (obj.matrix_world @ obj.pose.bones[n].tail).copy() for n in ("upper_arm.L", "forearm.L", "hand.L")}
+    objects = set(bpy.data.objects.keys())
+    assert bpy.ops.blender_ik.place_pole() == {"FINISHED"}
+    assert chain.pole == pole and set(bpy.data.objects.keys()) == objects
+    assert (pole.matrix_world.translation - __import__("mathutils").Vector((1.0, 1.0, 1.2))).length > 0.1
+    assert rig_state(obj, chain) == "BUILT"
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current)
+    for name, tail in tails.items():
+        assert (obj.matrix_world @ obj.pose.bones[name].tail - tail).length < 1e-5, name
