@@ -138,12 +138,13 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]
         if len(solved) == 1:
-            spec, chain, _ = solved[0]
+            spec = solved[0][0]
             if not missed:
-                self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
+                self.report({"INFO"}, f"Solved '{spec.label}': the tip is on the target")
             else:
                 miss = distance_text(context.scene, armature, missed[0][1])
-                self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
+                self.report({"WARNING"}, f"Chain '{spec.label}': target out of reach by {miss}; the chain takes the "
+                                         "closest pose")
         elif not missed:
             self.report({"INFO"}, f"Solved {len(solved)} chains: every tip is on its target")
         else:
@@ -280,7 +281,7 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         chain_settings = settings.active_chain
         if chain_settings is None:
             raise ChainError("There is no chain to remove")
-        name = chain_settings.name
+        name = chain_settings.name or chain_settings.tip_bone
         chain_settings.live = False  # stop following before the settings go
         native_rig.remove(armature, props.rig_key(chain_settings))  # no rig left that nothing can remove
         settings.chains.remove(settings.chains.values().index(chain_settings))
@@ -426,7 +427,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)
             setattr(chain_settings, f"{role}_bone", bone_name)
-        self.report({"INFO"}, f"Mirrored chain '{source.name}' to '{chain_settings.name}'")
+        self.report({"INFO"}, f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'")
         return {"FINISHED"}
 
 
@@ -521,7 +522,8 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         chain_settings.pole, chain_settings.pole_bone, chain_settings.plane = pole, "", "POLE"
         if chain_settings.bend == "AWAY":  # the pole sits on the middle joint's side now
             chain_settings.bend = "TOWARD"
-        self.report({"INFO"}, f"Placed pole '{pole.name}' for chain '{chain_settings.name}'; it bends toward it now")
+        label = chain_settings.name or chain_settings.tip_bone
+        self.report({"INFO"}, f"Placed pole '{pole.name}' for chain '{label}'; it bends toward it now")
         return {"FINISHED"}
 
 
@@ -690,7 +692,7 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
         for chain_settings in chosen:
             native_rig.remove(armature, props.rig_key(chain_settings))
             chain_settings.rig_signature = chain_settings.rig_name = ""
-        self.report({"INFO"}, f"Removed the rig of {', '.join(c.name for c in chosen)}")
+        self.report({"INFO"}, f"Removed the rig of {', '.join(c.name or c.tip_bone for c in chosen)}")
         return {"FINISHED"}
 
 

@@ -256,3 +256,36 @@ def test_place_pole_moves_the_pole_a_built_rig_follows(blender):
     bpy.context.scene.frame_set(bpy.context.scene.frame_current)
     for name, tail in tails.items():
         assert (obj.matrix_world @ obj.pose.bones[name].tail - tail).length < 1e-5, name
+
+
+def _report(capfd, operator, **kwargs):
+    capfd.readouterr()
+    assert operator(**kwargs) == {"FINISHED"}
+    return capfd.readouterr().out
+
+
+def test_reports_name_the_chain_by_its_name(blender, capfd):
+    """Every report about a chain calls it by the name the list shows: a renamed chain by its name, not its tip
+    bone's (Solve of one chain said "Solved 'hand.L'" for chain 'left arm', and did not name it when out of reach),
+    and a chain made in Python without a name by its tip bone, as the list does (not '')."""
+    bpy = blender
+    from mathutils import Vector
+    from rigs import add_empty
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    obj.blender_ik.chains[0].name = "left arm"
+    unnamed = obj.blender_ik.chains.add()
+    unnamed.tip_bone, unnamed.target = "foot.L", add_empty("Foot goal", (0.3, -0.1, 0.5))
+    bpy.context.view_layer.update()
+    for index, label in ((0, "left arm"), (1, "foot.L")):
+        obj.blender_ik.active_chain_index = index
+        assert f"Solved '{label}'" in _report(capfd, bpy.ops.blender_ik.solve, chains="ACTIVE")
+        assert f"for chain '{label}'" in _report(capfd, bpy.ops.blender_ik.place_pole)
+    obj.blender_ik.chains[0].target.location += Vector((0.0, 0.0, -0.5))
+    obj.blender_ik.active_chain_index = 0
+    assert "Chain 'left arm': target out of reach by" in _report(capfd, bpy.ops.blender_ik.solve, chains="ACTIVE")
+    obj.blender_ik.active_chain_index = 1
+    assert "Mirrored chain 'foot.L' to 'foot.R'" in _report(capfd, bpy.ops.blender_ik.chain_mirror)
+    obj.blender_ik.active_chain_index = 1
+    assert "Removed chain 'foot.L'" in _report(capfd, bpy.ops.blender_ik.chain_remove)
