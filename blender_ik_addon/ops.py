@@ -632,6 +632,13 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
         read = {spec: chain for level in levels for spec, chain in level}
         # The rig's own refusals too, before any rig is removed: a rebuild refused halfway would lose working rigs.
         replaced = {props.rig_key(chain_settings) for chain_settings in chosen}
+        for chain_settings, spec in zip(chosen, specs):
+            holder = next((other for other in armature.blender_ik.chains
+                           if other != chain_settings and other.rig_name == spec.label), None)
+            if holder is not None:
+                raise ChainError(f"Chain '{holder.name or holder.tip_bone}' keeps its rig under the name "
+                                 f"'{spec.label}' it was built with; rename this chain, or rebuild that one on its own "
+                                 "first (its rig then takes its new name)", spec.label)
         for spec in specs:
             try:
                 native_rig.check(armature, read[spec], spec, replaced)

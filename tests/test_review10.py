@@ -289,3 +289,42 @@ def test_reports_name_the_chain_by_its_name(blender, capfd):
     assert "Mirrored chain 'foot.L' to 'foot.R'" in _report(capfd, bpy.ops.blender_ik.chain_mirror)
     obj.blender_ik.active_chain_index = 1
     assert "Removed chain 'foot.L'" in _report(capfd, bpy.ops.blender_ik.chain_remove)
+
+
+def _rig_bones(obj):
+    return sorted(bone.name for bone in obj.data.bones if bone.name.startswith("IKR-"))
+
+
+@pytest.mark.parametrize("how", ["duplicate_name", "renamed_after_build"])
+def test_a_chain_named_like_another_chains_rig_never_takes_that_rig(blender, how):
+    """A chain whose name is the name another chain's rig was built under (a duplicate name typed in the list, or the
+    other chain renamed after its build) has no rig: the list showed that rig on it ('out of date'), Remove Chain on
+    it deleted the other chain's rig (10 helper bones), and Build Rig on it replaced the other chain's rig with its
+    own. Now its row shows no rig, removing it keeps the other's, and Build Rig is refused, naming the other chain."""
+    bpy = blender
+    from blender_ik_addon.ops import rig_state
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L", "foot.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    arm, leg = obj.blender_ik.chains
+    obj.blender_ik.active_chain_index = 0
+    assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+    helpers = _rig_bones(obj)
+    assert len(helpers) > 3
+    if how == "renamed_after_build":
+        arm.name = "left arm"
+    leg.name = "hand.L"
+    assert rig_state(obj, arm) == "BUILT" and rig_state(obj, leg) == "NONE"
+    obj.blender_ik.active_chain_index = 1
+    if how == "renamed_after_build":
+        before = _scene_state(bpy, obj)
+        with pytest.raises(RuntimeError, match="Chain 'left arm' keeps its rig under the name 'hand.L'"):
+            bpy.ops.blender_ik.build_rig(chains="ACTIVE")
+        assert _scene_state(bpy, obj) == before and _rig_bones(obj) == helpers
+    assert bpy.ops.blender_ik.chain_remove() == {"FINISHED"}
+    assert [chain.name for chain in obj.blender_ik.chains] == [arm.name]
+    assert _rig_bones(obj) == helpers and rig_state(obj, obj.blender_ik.chains[0]) == "BUILT"
+    obj.blender_ik.chains[0].target.location.z += 0.05  # the rig follows its target
+    bpy.context.view_layer.update()
+    tail = obj.matrix_world @ obj.pose.bones["hand.L"].tail
+    assert (tail - obj.blender_ik.chains[0].target.matrix_world.translation).length < 1e-5
