@@ -377,6 +377,10 @@ def read_chain(armature, tip_name, now=True):
         raise ChainError(f"Armature '{armature.name}' is in Edit Mode: its bone edits are not applied to its bones "
                          "yet; leave Edit Mode (Tab) first")
     names = chain_names(armature, tip_name)
+    why = not_evaluated(armature)
+    if why is not None:
+        raise ChainError(f"Armature '{armature.name}' is {why}, so Blender does not evaluate its pose; enable it in "
+                         "this view layer (hide it with the eye icon instead)")
     if armature.data.pose_position == "REST":
         raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "
                          "Pose Position (Armature properties > Pose Position)")
@@ -660,11 +664,38 @@ def _reads_chain(chain, obj, bone_name):
     return None
 
 
+def not_evaluated(obj):
+    """Why Blender does not update where ``obj`` is in the current view layer (its matrix_world and pose keep their
+    last values while its channels, keys or parents change), or None when it does. The depsgraph still holds such an
+    object (the chain settings point at it) but evaluates none of it: it is disabled in viewports (the monitor icon),
+    or no included, enabled collection of the view layer holds it. Hidden with the eye icon, it is evaluated."""
+    import bpy
+    if obj.visible_get():
+        return None
+    if obj.hide_viewport:
+        return "disabled in viewports"
+    collections = set(obj.users_collection)
+
+    def enabled(layer_collection):
+        if layer_collection.exclude or layer_collection.collection.hide_viewport:
+            return False
+        return layer_collection.collection in collections or any(map(enabled, layer_collection.children))
+
+    if not enabled(bpy.context.view_layer.layer_collection):
+        return "not in this view layer (in no collection of the scene, or only in excluded or disabled ones)"
+    return None
+
+
 def check_target(chain, spec, now=True):
     """Validate the chain's target and pole; returns their armature-space matrices (pole: None unless
     the plane is "POLE"). ``now=False`` leaves out what may differ from frame to frame (the matrices' values;
     a bake checks those on every baked frame) and returns None, None."""
     for role, obj, bone_name in spec.goals():
+        if obj is not None and obj != chain.armature:
+            why = not_evaluated(obj)
+            if why is not None:
+                raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' is {why}, so Blender does not update "
+                                 "where it is; enable it in this view layer (hide it with the eye icon instead)")
         if not now:  # the same checks on the objects and bones, without reading their matrices
             goal_matrix(chain.armature, obj, bone_name, role, read=False)
         bone = moves_with_chain(chain, obj, bone_name)

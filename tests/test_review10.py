@@ -328,3 +328,77 @@ def test_a_chain_named_like_another_chains_rig_never_takes_that_rig(blender, how
     bpy.context.view_layer.update()
     tail = obj.matrix_world @ obj.pose.bones["hand.L"].tail
     assert (tail - obj.blender_ik.chains[0].target.matrix_world.translation).length < 1e-5
+
+
+def _not_evaluated(bpy, obj, how):
+    """Put ``obj`` where Blender stops updating its transform: its matrix_world keeps its last value."""
+    scene_collection = bpy.context.scene.collection
+    if how == "disabled_in_viewports":  # the monitor icon
+        obj.hide_viewport = True
+    elif how in ("excluded_collection", "disabled_collection"):
+        collection = bpy.data.collections.new("Controls")
+        scene_collection.children.link(collection)
+        collection.objects.link(obj)
+        for users in obj.users_collection:
+            if users != collection:
+                users.objects.unlink(obj)
+        if how == "excluded_collection":  # the checkbox in the Outliner
+            bpy.context.view_layer.layer_collection.children["Controls"].exclude = True
+        else:
+            collection.hide_viewport = True
+    elif how == "other_scene":
+        bpy.data.scenes.new("Layout").collection.objects.link(obj)
+        for users in obj.users_collection:
+            if users != bpy.data.scenes["Layout"].collection:
+                users.objects.unlink(obj)
+    bpy.context.view_layer.update()
+
+
+@pytest.mark.parametrize("how", ["disabled_in_viewports", "excluded_collection", "disabled_collection",
+                                 "other_scene"])
+@pytest.mark.parametrize("operator", ["solve", "bake", "build_rig"])
+def test_a_target_blender_does_not_evaluate_is_refused(blender, how, operator):
+    """A target Blender does not evaluate in this view layer keeps the matrix_world of its last evaluation. Solve
+    posed the chain there, 15 cm from where the target was moved, and said the tip was on the target, while Bake and
+    Build Rig followed the target's own channels. Every operator now refuses such a target, saying why and what to
+    do, and changes nothing; once the target is evaluated again, Solve reaches it."""
+    bpy = blender
+    from mathutils import Vector
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = obj.blender_ik.chains[0].target
+    _not_evaluated(bpy, target, how)
+    target.location += Vector((-0.05, 0.1, 0.1))  # moved, say in the Sidebar
+    bpy.context.view_layer.update()
+    before = _scene_state(bpy, obj)
+    with pytest.raises(RuntimeError, match=f"The target '{target.name}' .*Blender does not update where it is"):
+        getattr(bpy.ops.blender_ik, operator)(**({"frame_start": 1, "frame_end": 1} if operator == "bake" else {}))
+    assert _scene_state(bpy, obj) == before and obj.animation_data is None
+    target.hide_viewport = False
+    for users in list(target.users_collection):
+        users.objects.unlink(target)
+    bpy.context.scene.collection.objects.link(target)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert (obj.matrix_world @ obj.pose.bones["hand.L"].tail - target.matrix_basis.translation).length < 1e-5
+
+
+def test_an_armature_disabled_in_viewports_is_refused_saying_why(blender):
+    """Blender does not evaluate an armature disabled in viewports: its pose is not updated, so Solve's self-check
+    refused it with "something in the scene changes the result", and Add Target and Place Pole put their Empties by
+    its stale pose. They now say what is wrong."""
+    bpy = blender
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    obj.hide_viewport = True
+    bpy.context.view_layer.update()
+    before = _scene_state(bpy, obj)
+    for operator in ("solve", "add_target", "place_pole"):
+        with pytest.raises(RuntimeError, match="Armature 'Body' is disabled in viewports"):
+            getattr(bpy.ops.blender_ik, operator)()
+        assert _scene_state(bpy, obj) == before
