@@ -552,9 +552,11 @@ def rig_state(armature, chain_settings):
     if not native_rig.is_active(armature, name):
         return "MUTED"
     pole = (chain_settings.pole, chain_settings.pole_bone) if chain_settings.plane == "POLE" else (None, "")
+    # A deleted goal leaves the rig's constraints and the settings pointing at nothing alike: the rig solves nothing.
+    goals_set = chain_settings.target is not None and (chain_settings.plane != "POLE" or pole[0] is not None)
     same_goals = native_rig.goals(armature, name) == ((chain_settings.target, chain_settings.target_bone), pole)
     current = chain_settings.rig_signature == rig_signature(armature, chain_settings)
-    return "BUILT" if current and same_goals else "STALE"
+    return "BUILT" if current and same_goals and goals_set else "STALE"
 
 
 def _built_settings(armature, chosen):

@@ -402,3 +402,26 @@ def test_an_armature_disabled_in_viewports_is_refused_saying_why(blender):
         with pytest.raises(RuntimeError, match="Armature 'Body' is disabled in viewports"):
             getattr(bpy.ops.blender_ik, operator)()
         assert _scene_state(bpy, obj) == before
+
+
+@pytest.mark.parametrize("goal", ["target", "pole"])
+def test_a_built_rig_whose_goal_was_deleted_is_shown_out_of_date(blender, goal):
+    """Deleting a built chain's target (or pole) leaves the rig's constraints without a target: the rig solves nothing,
+    yet the panel said "Rig built: Blender evaluates this chain by itself" (the rig's goals and the settings both
+    pointed at nothing, so they matched). It says the rig is out of date now; Build Rig again then asks for the goal."""
+    bpy = blender
+    from rigs import add_empty
+    from blender_ik_addon.ops import rig_state
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains[0]
+    chain.plane, chain.pole = "POLE", add_empty("Pole", (1.0, 1.0, 1.2))
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    assert rig_state(obj, chain) == "BUILT"
+    bpy.data.objects.remove(getattr(chain, goal))
+    bpy.context.view_layer.update()
+    assert rig_state(obj, chain) == "STALE"
+    assert any(text.startswith("Rig out of date") for text in _panel_labels(bpy, obj))
+    with pytest.raises(RuntimeError, match=f"Set the {goal}"):
+        bpy.ops.blender_ik.build_rig()
