@@ -378,6 +378,7 @@ def read_chain(armature, tip_name, now=True):
         raise ChainError(f"Armature '{armature.name}' is in Edit Mode: its bone edits are not applied to its bones "
                          "yet; leave Edit Mode (Tab) first")
     names = chain_names(armature, tip_name)
+    check_evaluated(armature, f"Armature '{armature.name}'")
     if armature.data.pose_position == "REST":
         raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "
                          "Pose Position (Armature properties > Pose Position)")
@@ -704,9 +705,9 @@ def enabled_collections(view_layer):
 def check_evaluated(obj, what):
     reason = not_evaluated(obj)
     if reason is not None:
-        raise ChainError(f"{what} {reason}, so Blender does not evaluate it here and where it is (or how it is posed) "
-                         "is not known; enable it in viewports (the screen icon in the Outliner; the eye icon only "
-                         "hides it)")
+        raise ChainError(f"{what} {reason}, so Blender does not evaluate it here: it does not update where it is (or "
+                         "how it is posed); enable it in viewports (the screen icon in the Outliner), and hide it with "
+                         "the eye icon instead")
 
 
 def check_target(chain, spec, now=True):

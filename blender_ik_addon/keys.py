@@ -16,6 +16,8 @@ import numpy as np
 
 _LAYERED = "slots" in bpy.types.Action.bl_rna.properties
 _POSE_BONE_SELECT = "select" in bpy.types.PoseBone.bl_rna.properties
+# 5.0 moved Pose Mode's hide flag to the pose bone; Bone.hide is Edit Mode's there.
+_POSE_BONE_HIDE = "hide" in bpy.types.PoseBone.bl_rna.properties
 
 # Keyframe attributes copied for the keys that are kept: name -> (values per key, numpy dtype).
 # The dtypes are those Blender stores, so foreach_get/set copy raw memory (enums are bytes; an int32
@@ -405,6 +407,16 @@ def set_pose_bone_selected(pose_bone, selected):
 def is_pose_bone_selected(pose_bone):
     """Whether a pose bone is selected (``PoseBone.select`` on 5.0, ``Bone.select`` before)."""
     return bool(pose_bone.select if _POSE_BONE_SELECT else pose_bone.bone.select)
+
+
+def is_pose_bone_visible(pose_bone):
+    """Whether Pose Mode shows the bone, as Blender decides what is selected (``ANIM_bone_is_visible``): not
+    hidden there, and in no bone collection or in one that is effectively visible. Hiding a collection keeps its
+    bones' selection flags."""
+    if pose_bone.hide if _POSE_BONE_HIDE else pose_bone.bone.hide:
+        return False
+    collections = pose_bone.bone.collections
+    return not len(collections) or any(collection.is_visible_effectively for collection in collections)
 
 
 # Inspection and undo for the bake's safety checks (appended; nothing above depends on them).

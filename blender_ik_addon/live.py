@@ -240,10 +240,10 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 for pose_bone, values in zip(chain.pose_bones, before):
                     set_rotation(pose_bone, values)
                 _validated.pop(key, None)
-                runtime.store_error(armature.name, spec.label,
+                runtime.store_error(armature, spec.label,
                                     str(error).replace("nothing was changed", "the pose was put back"))
                 continue
-            runtime.store_solution(armature.name, spec.label, solve.solution)
+            runtime.store_solution(armature, spec.label, solve.solution)
             _validated[key] = chain
             posed += 1
         if refused:
@@ -252,7 +252,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         key = (armature.name, spec.label)
         _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
         _validated.pop(key, None)
-        runtime.store_error(armature.name, spec.label, message)
+        runtime.store_error(armature, spec.label, message)
     return posed
 
 
@@ -313,10 +313,10 @@ def _not_evaluated(armature, live_chains):
     else:
         return
     for chain_settings in live_chains:
-        key = (armature.name, props.chain_spec(chain_settings).label)
-        _last_inputs.pop(key, None)
-        _validated.pop(key, None)
-        runtime.store_error(*key, message)
+        label = props.chain_spec(chain_settings).label
+        _last_inputs.pop((armature.name, label), None)
+        _validated.pop((armature.name, label), None)
+        runtime.store_error(armature, label, message)
 
 
 def follow(scene, depsgraph=None, view_layer=None):

@@ -128,6 +128,11 @@ def rig_constraints(armature, chain_name):
             and getattr(constraint, "target", None) == armature]
 
 
+def helper_bones(armature, chain_name):
+    """The names of the helper bones of the chain's rig (empty without one)."""
+    return set(_record(armature).get(chain_name, {}).get("bones", ()))
+
+
 def is_active(armature, chain_name):
     """The chain has a rig, and it drives the chain's bones (not muted after a bake)."""
     return is_built(armature, chain_name) and not all(c.mute for _, c in rig_constraints(armature, chain_name))

@@ -141,17 +141,18 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
                              "the rig to pose with Solve")
         solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         for spec, chain, solve in solved:
-            runtime.store_solution(armature.name, spec.label, solve.solution)
+            runtime.store_solution(armature, spec.label, solve.solution)
         pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]
         if len(solved) == 1:
-            spec, chain, _ = solved[0]
+            spec = solved[0][0]
             if not missed:
-                self.report({"INFO"}, f"Solved '{chain.names[2]}': the tip is on the target")
+                self.report({"INFO"}, f"Solved '{spec.label}': the tip is on the target")
             else:
                 miss = distance_text(context.scene, armature, missed[0][1])
-                self.report({"WARNING"}, f"Target out of reach by {miss}; the chain takes the closest pose")
+                self.report({"WARNING"}, f"Chain '{spec.label}': target out of reach by {miss}; the chain takes the "
+                                         "closest pose")
         elif not missed:
             self.report({"INFO"}, f"Solved {len(solved)} chains: every tip is on its target")
         else:
@@ -215,8 +216,10 @@ def _new_target(context, armature, tip_name, up_axis, roll_axis):
     return new_empty(context, f"{tip_name}_target", tip_target_matrix(armature, tip_name, up_axis, roll_axis), size)
 
 
-def _check_free(armature, names, label, ignore=None):
-    """Refuse a new chain on ``names`` when one of the armature's chains already has one of its bones."""
+def _check_free(armature, names, label=None, what=None, ignore=None):
+    """Refuse a new chain on ``names`` when one of the armature's chains already has one of its bones. ``label``: the
+    chain the user acted on, if any (the new chain does not exist yet, so it cannot be the message's subject);
+    ``what``: how to call the new chain."""
     for chain_settings in armature.blender_ik.chains:
         if chain_settings == ignore:
             continue
@@ -226,8 +229,10 @@ def _check_free(armature, names, label, ignore=None):
             continue
         shared = next((name for name in names if name in other), None)
         if shared is not None:
-            raise ChainError(f"Bone '{shared}' already belongs to chain '{chain_settings.name}'; a bone can belong "
-                             "to one chain only", label)
+            what = what or f"a chain on '{names[2]}'"
+            owner = chain_settings.name or chain_settings.tip_bone
+            raise ChainError(f"Bone '{shared}' already belongs to chain '{owner}'; {what} cannot have it too (a bone "
+                             "can belong to one chain only)", label)
 
 
 def _add_chain(armature, tip_name, **values):
@@ -270,7 +275,7 @@ class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         names = chain_names(armature, "")
-        _check_free(armature, names, names[2])
+        _check_free(armature, names)
         _add_chain(armature, names[2])
         self.report({"INFO"}, f"Added chain '{armature.blender_ik.active_chain.name}' ({' > '.join(names)})")
         return {"FINISHED"}
@@ -287,7 +292,7 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         chain_settings = settings.active_chain
         if chain_settings is None:
             raise ChainError("There is no chain to remove")
-        name = chain_settings.name
+        name = chain_settings.name or chain_settings.tip_bone
         chain_settings.live = False  # stop following before the settings go
         native_rig.remove(armature, props.rig_key(chain_settings))  # no rig left that nothing can remove
         settings.chains.remove(settings.chains.values().index(chain_settings))
@@ -316,9 +321,9 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
 
 
 def _selected_pose_bones(armature):
-    from .keys import is_pose_bone_selected
+    from .keys import is_pose_bone_selected, is_pose_bone_visible
     return [pose_bone for pose_bone in armature.pose.bones
-            if is_pose_bone_selected(pose_bone) and not pose_bone.bone.hide]
+            if is_pose_bone_selected(pose_bone) and is_pose_bone_visible(pose_bone)]
 
 
 class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
@@ -336,7 +341,7 @@ class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
         planned = []
         for tip in tips:  # everything is checked before anything is added
             names = read_chain(armature, tip).names
-            _check_free(armature, names, tip)
+            _check_free(armature, names)
             for other_tip, other_names in planned:
                 shared = next((name for name in names if name in other_names), None)
                 if shared is not None:
@@ -402,7 +407,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             raise ChainError(f"Armature '{armature.name}' has no bone '{tip}' to mirror '{names[2]}' onto",
                              source.name)
         mirrored_names = read_chain(armature, tip).names
-        _check_free(armature, mirrored_names, tip)
+        _check_free(armature, mirrored_names, source.name or source.tip_bone, f"its mirror on '{tip}'")
         goals = {}
         for role, obj, bone_name in (("target", source.target, source.target_bone),
                                      ("pole", source.pole, source.pole_bone)):
@@ -433,20 +438,53 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)
             setattr(chain_settings, f"{role}_bone", bone_name)
-        self.report({"INFO"}, f"Mirrored chain '{source.name}' to '{chain_settings.name}'")
+        self.report({"INFO"}, f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'")
         return {"FINISHED"}
 
 
+def _refers_to(owner, obj, rig_bones=()):
+    """Whether the object ``owner`` points at ``obj`` other than through its chains and the helper bones
+    ``rig_bones``: as its parent, a constraint's target (on the object or a bone), or a driver's."""
+    if owner.parent == obj:
+        return True
+    constraints = list(owner.constraints)
+    if owner.pose is not None:
+        constraints += [constraint for pose_bone in owner.pose.bones if pose_bone.name not in rig_bones
+                        for constraint in pose_bone.constraints]
+    for constraint in constraints:
+        targets = [getattr(constraint, "target", None), getattr(constraint, "pole_target", None)]
+        targets += [target.target for target in getattr(constraint, "targets", ())]
+        if obj in targets:
+            return True
+    for data in (owner, owner.data):
+        anim_data = getattr(data, "animation_data", None)
+        if anim_data is not None and any(target.id == obj for fcurve in anim_data.drivers
+                                         for variable in fcurve.driver.variables for target in variable.targets):
+            return True
+    return False
+
+
 def _movable_pole(armature, chain_settings, pole):
-    """Whether Place Pole may move the chain's pole object rather than make a new one: a local object
-    (a linked one would lose the move on reload), not a bone, and no chain's target nor another chain's pole
-    (moving it would move what they reach for)."""
+    """Whether Place Pole may move the chain's pole object rather than make a new one: a local object (a linked one
+    would lose the move on reload), not a bone, that nothing else moves (keys, drivers, constraints would put it
+    back or elsewhere) and nothing else uses (no chain's target nor another chain's pole, of any armature; no parent
+    of other objects; no constraint's or driver's target): moving it would move what they do."""
     if pole is None or chain_settings.pole_bone or pole == armature or pole.library is not None:
         return False
+    anim_data = pole.animation_data
+    if len(pole.constraints) or anim_data is not None and (anim_data.action is not None or len(anim_data.drivers)
+                                                           or len(anim_data.nla_tracks)):
+        return False
+    # Any other datablock that points at it (another armature's chain, a child, a constraint, a driver, a modifier...)
+    # would move with it; collections and scenes only hold it.
+    for user in bpy.data.user_map(subset=[pole])[pole]:
+        if user != armature and not isinstance(user, (bpy.types.Collection, bpy.types.Scene)):
+            return False
     for other in armature.blender_ik.chains:
         if other.target == pole or (other != chain_settings and other.pole == pole):
             return False
-    return True
+    # The chain's own rig follows the pole wherever it goes.
+    return not _refers_to(armature, pole, native_rig.helper_bones(armature, props.rig_key(chain_settings)))
 
 
 def pole_offset(chain, heads, length):
@@ -495,7 +533,8 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         chain_settings.pole, chain_settings.pole_bone, chain_settings.plane = pole, "", "POLE"
         if chain_settings.bend == "AWAY":  # the pole sits on the middle joint's side now
             chain_settings.bend = "TOWARD"
-        self.report({"INFO"}, f"Placed pole '{pole.name}' for chain '{chain_settings.name}'; it bends toward it now")
+        label = chain_settings.name or chain_settings.tip_bone
+        self.report({"INFO"}, f"Placed pole '{pole.name}' for chain '{label}'; it bends toward it now")
         return {"FINISHED"}
 
 
@@ -524,9 +563,11 @@ def rig_state(armature, chain_settings):
     if not native_rig.is_active(armature, name):
         return "MUTED"
     pole = (chain_settings.pole, chain_settings.pole_bone) if chain_settings.plane == "POLE" else (None, "")
+    # A deleted goal leaves the rig's constraints and the settings pointing at nothing alike: the rig solves nothing.
+    goals_set = chain_settings.target is not None and (chain_settings.plane != "POLE" or pole[0] is not None)
     same_goals = native_rig.goals(armature, name) == ((chain_settings.target, chain_settings.target_bone), pole)
     current = chain_settings.rig_signature == rig_signature(armature, chain_settings)
-    return "BUILT" if current and same_goals else "STALE"
+    return "BUILT" if current and same_goals and goals_set else "STALE"
 
 
 def _built_settings(armature, chosen):
@@ -561,8 +602,13 @@ class _MutedRigs:
 def _read_own_chain(armature, chain_settings):
     """Read and validate a chain of the list (or, with none, the active bone's), its own built rig aside: the
     rig's constraints are the add-on's, not one of the constraints the solve refuses."""
-    with _MutedRigs(armature, [chain_settings] if chain_settings is not None else []):
-        return read_chain(armature, chain_settings.tip_bone if chain_settings is not None else "")
+    if chain_settings is None:
+        return read_chain(armature, "")
+    with _MutedRigs(armature, [chain_settings]):
+        try:
+            return read_chain(armature, chain_settings.tip_bone)
+        except ChainError as error:
+            raise error.for_chain(chain_settings.name or chain_settings.tip_bone) from None
 
 
 def _verify_rigs(levels):
@@ -634,6 +680,13 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
         read = {spec: chain for level in levels for spec, chain in level}
         # The rig's own refusals too, before any rig is removed: a rebuild refused halfway would lose working rigs.
         replaced = {props.rig_key(chain_settings) for chain_settings in chosen}
+        for chain_settings, spec in zip(chosen, specs):
+            holder = next((other for other in armature.blender_ik.chains
+                           if other != chain_settings and other.rig_name == spec.label), None)
+            if holder is not None:
+                raise ChainError(f"Chain '{holder.name or holder.tip_bone}' keeps its rig under the name "
+                                 f"'{spec.label}' it was built with; rename this chain, or rebuild that one on its own "
+                                 "first (its rig then takes its new name)", spec.label)
         for spec in specs:
             try:
                 native_rig.check(armature, read[spec], spec, replaced)
@@ -682,7 +735,7 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
         native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
         for chain_settings in chosen:
             chain_settings.rig_signature = chain_settings.rig_name = ""
-        self.report({"INFO"}, f"Removed the rig of {', '.join(c.name for c in chosen)}")
+        self.report({"INFO"}, f"Removed the rig of {', '.join(c.name or c.tip_bone for c in chosen)}")
         return {"FINISHED"}
 
 

@@ -171,8 +171,15 @@ def chain_spec(chain_settings):
 
 
 def rig_key(chain_settings):
-    """The key of the chain's built rig in native_rig's record (or the key its rig would get)."""
-    return chain_settings.rig_name or chain_settings.name or chain_settings.tip_bone
+    """The key of the chain's built rig in native_rig's record (or the key its rig would get); "" when the chain's
+    name is the key another chain's rig was built under (that chain was renamed since, or this one named like it):
+    that rig is the other chain's."""
+    if chain_settings.rig_name:
+        return chain_settings.rig_name
+    name = chain_settings.name or chain_settings.tip_bone
+    if any(other.rig_name == name for other in chain_settings.id_data.blender_ik.chains):
+        return ""
+    return name
 
 
 def duplicate_name(armature):

@@ -1,6 +1,6 @@
 """Leaf: runtime state that is not file data (STYLE 14): per-chain read-outs and the live-mode pause.
 
-Read-outs are keyed by armature and chain name; they are lost on reload, as a read-out should be.
+Read-outs are keyed by armature object and chain name; they are lost on reload, as a read-out should be.
 """
 import contextlib
 from dataclasses import dataclass
@@ -18,36 +18,43 @@ class Readout:
     message: str = ""  # the error, when status is ERROR
 
 
-_readouts = {}  # (armature name, chain name) -> Readout
+_readouts = {}  # (armature's session_uid, chain name) -> Readout
 _paused = [False]
 # Counts the paused sections that ended: what they changed was evaluated while live solving was paused, so a
 # later depsgraph update does not list it (live.py re-reads everything after one).
 _pauses = [0]
 
 
-def store_solution(armature_name, chain_name, solution, index=0):
-    """Keep a solve's result (sample ``index`` of a solver solution) for the read-out."""
-    _readouts[(armature_name, chain_name)] = Readout(
+def _owner(armature):
+    """The armature object's session identity: a rename keeps it (a name would lose the read-out) and no other object
+    has it (one that takes the old name would show this one's read-out); undo keeps it too."""
+    return armature.session_uid
+
+
+def store_solution(armature, chain_name, solution, index=0):
+    """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain."""
+    _readouts[(_owner(armature), chain_name)] = Readout(
         REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
         (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),
          float(solution.theta2[index]), float(solution.roll[index])))
 
 
-def store_error(armature_name, chain_name, message):
-    _readouts[(armature_name, chain_name)] = Readout(ERROR, message=message)
+def store_error(armature, chain_name, message):
+    _readouts[(_owner(armature), chain_name)] = Readout(ERROR, message=message)
 
 
-def readout(armature_name, chain_name):
-    """The chain's last result, or None when it was not solved in this session."""
-    return _readouts.get((armature_name, chain_name))
+def readout(armature, chain_name):
+    """The last result of ``armature``'s chain, or None when it was not solved in this session."""
+    return _readouts.get((_owner(armature), chain_name))
 
 
-def forget(armature_name=None):
-    """Drop the read-outs of one armature, or all of them (a new file)."""
-    if armature_name is None:
+def forget(armature=None):
+    """Drop the read-outs of one armature object, or all of them (a new file)."""
+    if armature is None:
         _readouts.clear()
     else:
-        for key in [key for key in _readouts if key[0] == armature_name]:
+        owner = _owner(armature)
+        for key in [key for key in _readouts if key[0] == owner]:
             del _readouts[key]
 
 

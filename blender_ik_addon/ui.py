@@ -26,7 +26,7 @@ class BLENDER_IK_UL_chains(bpy.types.UIList):
         row = layout.row(align=True)
         row.prop(item, "enabled", text="")
         row.prop(item, "name", text="", emboss=False, icon="BONE_DATA")
-        result = runtime.readout(armature.name, item.name or item.tip_bone)
+        result = runtime.readout(armature, item.name or item.tip_bone)
         row.label(text="", icon=STATUS_ICONS.get(result.status, "BLANK1") if result else "BLANK1")
         rig = rig_state(armature, item)
         row.label(text="", icon=RIG_ICONS.get(rig, "BLANK1"))
@@ -104,7 +104,7 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             layout.label(text=RIG_TEXT[rig], icon=RIG_ICONS[rig])
 
         box = layout.box()
-        result = runtime.readout(armature.name, chain_settings.name or chain_settings.tip_bone)
+        result = runtime.readout(armature, chain_settings.name or chain_settings.tip_bone)
         if result is None:
             box.label(text="Not solved yet")
         elif result.status == runtime.ERROR:

@@ -56,7 +56,7 @@ def readout(obj, chain=None):
     settings = obj.blender_ik
     if chain is None:
         chain = settings.active_chain.name or settings.active_chain.tip_bone
-    return runtime.readout(obj.name, chain)
+    return runtime.readout(obj, chain)
 
 
 def link_from_library(bpy, path, name):

@@ -90,7 +90,7 @@ def test_panels_draw(blender, state):
         bpy.ops.blender_ik.solve()
     if state == "error":
         settings.tip_bone = "b1"
-        runtime.store_error(obj.name, settings.active_chain.name, "something to fix")
+        runtime.store_error(obj, settings.active_chain.name, "something to fix")
     if state.startswith("rig_"):
         settings.target = add_empty(location=(0.8, 0.2, 1.0))
         assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
