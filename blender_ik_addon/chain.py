@@ -38,6 +38,10 @@ ANGLE_TOLERANCE = 1e-3
 # "PARENT": within this angle of the carried hinge axis the plane would spin (it turns up to 1/sin δ as fast
 # as the wrist direction); there the previous sample's plane is kept instead.
 PARENT_SINGULAR_TOLERANCE = math.radians(5.0)
+# A tip this close to its target, relative to the chain's reach, counts as on it: Blender stores the target's place and
+# the bones' lengths in float32 (7 digits), so a target put at the tip of a straight chain (Add Target) lands a few
+# 1e-9 beyond its reach, which the solver's own slack (1e-10) calls out of reach, "by 0 m".
+REACH_RESOLUTION = 1e-6
 # The solver's plane tolerance for each singular angle a plane setting gives it, worked out once.
 _PLANE_TOLERANCES = {angle: plane_tolerance(angle) for angle in (0.0, PARENT_SINGULAR_TOLERANCE)}
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
@@ -993,6 +997,8 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
                                 tolerance=_PLANE_TOLERANCES[extra.get("singular_tolerance", 0.0)])
     except SolverInputError as error:
         raise ChainError(str(error)) from None
+    if not solution.reachable and solution.miss <= REACH_RESOLUTION * scale_of * constants.size:
+        solution = solution._replace(reachable=True, miss=0.0)
     local = _local_rotations(ops, chain, spec, rotation, solution.directions, solution.normal,
                              _roll_axis(spec, column_of))
     return ChainSolve([local], type(solution)(*[[field] for field in solution]))
@@ -1087,6 +1093,10 @@ def solve_chain(chain, base, target, spec, pole=None, fallback_normal=None, carr
                                     fallback_normal=fallback, carry_plane=carry_plane, **extra)
     except SolverInputError as error:
         raise ChainError(str(error)) from None
+    on_target = ~solution.reachable & (solution.miss <= REACH_RESOLUTION * scales * chain.floats.size)
+    if on_target.any():  # see REACH_RESOLUTION
+        solution = solution._replace(reachable=solution.reachable | on_target,
+                                     miss=np.where(on_target, 0.0, solution.miss))
 
     normal = _vectors(solution.normal, False)
     directions = [_vectors(solution.directions[:, link], False) for link in range(3)]

@@ -364,3 +364,25 @@ def test_a_library_override_keeps_its_settings_and_can_be_solved(blender, tmp_pa
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     tip, direction = tip_and_direction(obj)
     assert np.linalg.norm(tip - np.array(settings.target.matrix_world.translation)) < POSITION_TOLERANCE * 2.2
+
+
+def test_a_target_at_the_tip_of_a_straight_chain_is_reached(blender, capfd):
+    """Add Target puts the target at the tip, where Blender stores it in float32: for a straight chain that lands a few
+    1e-9 beyond the chain's reach, and the read-out, the report and a bake said "out of reach by 0 m" (review 10: 15
+    times in 20). A tip within a millionth of the reach counts as on its target."""
+    bpy = blender
+    from mathutils import Vector
+
+    rng = np.random.default_rng(4)
+    for index in range(20):
+        direction = Vector(rng.normal(size=3)).normalized()
+        obj = build_arm(lengths=tuple(rng.uniform(0.2, 1.5, 3)), directions=[direction] * 3, name=f"Straight {index}",
+                        base=tuple(rng.normal(size=3)))
+        bpy.context.view_layer.objects.active = obj
+        obj.blender_ik.tip_bone = "b3"
+        assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        assert readout(obj).status == "REACHED" and readout(obj).miss < 1e-9
+        assert "the tip is on the target" in "".join(capfd.readouterr())
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+        assert "out of reach" not in "".join(capfd.readouterr())
