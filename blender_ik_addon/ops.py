@@ -337,6 +337,12 @@ class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
         evaluate_now()
         tips = [pose_bone.name for pose_bone in _selected_pose_bones(armature)]
         if not tips:
+            from .keys import is_pose_bone_selected
+            hidden = [pose_bone.name for pose_bone in armature.pose.bones if is_pose_bone_selected(pose_bone)]
+            if hidden:  # selected, but hidden or in hidden bone collections (Rigify's ORG, DEF and MCH bones)
+                shown = ", ".join(f"'{name}'" for name in hidden[:3]) + (" ..." if len(hidden) > 3 else "")
+                raise ChainError(f"The selected bones ({shown}) are hidden, or in hidden bone collections; show them, "
+                                 "or select the tip bones of the chains to add among the bones Pose Mode shows")
             raise ChainError("Select the tip bones of the chains to add (in Pose Mode)")
         planned = []
         for tip in tips:  # everything is checked before anything is added

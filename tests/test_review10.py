@@ -55,6 +55,19 @@ def test_chains_from_selected_takes_the_bones_pose_mode_shows_selected(blender, 
     assert set(bpy.data.objects.keys()) - objects == {f"{tip}_target" for tip in shown}
 
 
+@pytest.mark.parametrize("how", ["collection", "pose_hide"])
+def test_chains_from_selected_says_when_every_selected_bone_is_hidden(blender, how):
+    """Every selected bone hidden (a rigger selected Rigify's ORG bones, then hid their collection): the refusal says
+    so, naming them, rather than asking to select bones."""
+    bpy = blender
+    obj = build_body(bpy)
+    _hide(bpy, obj, "hand.L", how)
+    _pose_mode(bpy, obj, {"hand.L"})
+    with pytest.raises(RuntimeError, match=r"The selected bones \('hand.L'\) are hidden"):
+        bpy.ops.blender_ik.chains_from_selected()
+    assert not len(obj.blender_ik.chains)
+
+
 def _scene_state(bpy, obj):
     """What an operator may change: objects, the chain list, the pose, the selection and active bone, the mode."""
     from blender_ik_addon import keys
