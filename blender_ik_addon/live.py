@@ -71,7 +71,7 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, their rest geometry, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
+    constraints, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
     parent bone's)."""
     try:
         names = chain_names(armature, tip_bone)
@@ -90,8 +90,10 @@ def _armature_inputs(armature, tip_bone):
             read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
                          bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
                          _constraints(pose_bone), bone.length, bone.matrix_local.copy()))
-        chain = (names, tuple(read))
         parent = pose_bones[names[0]].parent
+        # The parent bone's rest too: the base is its pose times its rest inverted, and a parent a constraint places
+        # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).
+        chain = (names, tuple(read), parent and (parent.name, parent.bone.matrix_local.copy()))
         parent = parent.matrix.copy() if parent is not None else None
     state = (armature.mode, armature.data.pose_position, _drivers(armature))
     return (chain, state), (_matrix(armature), parent)

@@ -1,0 +1,63 @@
+"""Review 11: today's changes (bulk posing, the closed-form middle bone, Live's kept base, the goal fast path, the rig
+record cache, Build Rig in one Edit Mode session, the view layer lookups, REACH_RESOLUTION) driven as a user drives
+them, judged by what Blender evaluates."""
+import numpy as np
+import pytest
+
+from rigs import add_empty, build_arm, readout
+
+
+def _tip_off(bpy, obj, target):
+    bpy.context.view_layer.update()
+    return (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length
+
+
+@pytest.mark.parametrize("how", ["shared_data_edited", "data_swapped"])
+def test_live_follows_a_parent_bone_whose_rest_changed_under_its_constraint(blender, how):
+    """The chain's base is the parent's pose times the parent's rest inverted times the first bone's rest. A parent
+    bone that a constraint places (Copy Transforms, as Rigify's ORG bones) keeps its pose matrix when its rest changes,
+    through another object sharing the Armature datablock or a datablock swapped in with the same chain bones: the base
+    moved all the same. Live must re-solve there and solve from the new base (it kept the old one, posed the tip 0.98
+    off the target and put the pose back, saying something in the scene changes the result)."""
+    bpy = blender
+    from mathutils import Vector
+    obj = build_arm(connected=False)
+    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    obj.blender_ik.tip_bone, obj.blender_ik.target = "b3", target
+    holder = add_empty("Holder", location=(0.1, -0.1, -0.3), rotation=(0.1, 0.2, 0.0))
+    constraint = obj.pose.bones["root"].constraints.new("COPY_TRANSFORMS")
+    constraint.target = holder
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    obj.blender_ik.live = True
+    target.location.x -= 0.05
+    assert _tip_off(bpy, obj, target) < 1e-5
+    parent_before = obj.pose.bones["root"].matrix.copy()
+    if how == "shared_data_edited":
+        editor = bpy.data.objects.new("Other", obj.data)
+        bpy.context.scene.collection.objects.link(editor)
+        bpy.context.view_layer.objects.active = editor
+        data = obj.data
+    else:
+        data = obj.data.copy()
+        bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="OBJECT")
+    old = obj.data
+    obj.data = data
+    bpy.ops.object.mode_set(mode="EDIT")
+    root = data.edit_bones["root"]
+    root.head += Vector((0.2, 0.1, 0.0))
+    root.tail += Vector((0.2, 0.1, 0.0))
+    root.roll = 0.5
+    bpy.ops.object.mode_set(mode="OBJECT")
+    if how == "data_swapped":  # edited as a copy, then swapped in: Live saw the old data all along
+        obj.data = old
+        bpy.context.view_layer.update()
+        assert _tip_off(bpy, obj, target) < 1e-5
+        obj.data = data
+    bpy.context.view_layer.update()
+    assert np.abs(np.array(obj.pose.bones["root"].matrix) - np.array(parent_before)).max() < 1e-6
+    assert _tip_off(bpy, obj, target) < 1e-5, readout(obj)  # re-solved at once
+    target.location.x -= 0.05
+    assert _tip_off(bpy, obj, target) < 1e-5, readout(obj)
+    assert readout(obj).status == "REACHED"
