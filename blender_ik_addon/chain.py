@@ -1162,7 +1162,14 @@ def pose_chain(chain, local_rotations):
         else:
             current = pose_bone.rotation_axis_angle[:]
             before.append(current)
-            axis, angle = quaternion.to_axis_angle()
+            w, x, y, z = quaternion
+            length = math.sqrt(x * x + y * y + z * z)
+            if length > 1e-12:
+                # Not Quaternion.to_axis_angle: its angle is the arc cosine of w in float32, which is 0 for every turn
+                # under 7e-4 rad (w rounds to 1), so a small turn was lost, or rounded to 7e-4 rad.
+                axis, angle = Vector((x / length, y / length, z / length)), 2.0 * math.atan2(length, w)
+            else:
+                axis, angle = quaternion.to_axis_angle()
             # (θ, a) and (-θ, -a), and θ ± 2π, are one rotation: the one nearest the current value, so that keys
             # made of successive solves (a hinge turning through its rest angle) interpolate as the pose turns.
             if axis.dot(current[1:]) < 0.0:
