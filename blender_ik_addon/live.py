@@ -298,11 +298,19 @@ def _in_scene(name, scene, view_layer):
     where names are hashed; ``bpy.data.objects`` and ``scene.objects`` look a name up one object at a time (0.18 and
     0.23 ms for the last of 3,000 objects), which every update of a big scene would pay. Only an object outside the
     view layer (excluded, another scene's, renamed or deleted) is looked up that way."""
-    found = view_layer.objects.get(name) if view_layer is not None else None
-    if found is not None and found.library is None:
-        return found, "view layer"
-    found = bpy.data.objects.get(name)
-    return found, "scene" if found is not None and name in scene.objects else None
+    in_view_layer = view_layer.objects.get(name) if view_layer is not None else None
+    if in_view_layer is not None and in_view_layer.library is None:
+        return in_view_layer, "view layer"
+    found = bpy.data.objects.get((name, None))  # the local one: a linked object may have its name
+    if found is None:
+        return None, None
+    # The view layer gave a linked object of that name (a Rigify character's "rig", linked in before the local
+    # one): whether the local one is there too is found object by object, in this rare case only.
+    if in_view_layer is not None:
+        if any(obj == found for obj in view_layer.objects):
+            return found, "view layer"
+        return found, "scene" if any(obj == found for obj in scene.objects) else None
+    return found, "scene" if name in scene.objects else None
 
 
 def _not_evaluated(armature, live_chains):

@@ -92,3 +92,32 @@ def test_an_axis_angle_chain_takes_a_small_turn(blender, how, angle):
     assert _tip_off(bpy, obj, target) < 2e-6, readout(obj)
     assert readout(obj).status == "REACHED"
     assert abs(obj.pose.bones["b1"].rotation_axis_angle[0]) == pytest.approx(angle, rel=1e-2)
+
+
+def test_live_follows_an_armature_named_like_a_linked_object(blender, tmp_path):
+    """Live finds its armatures by name in the view layer being evaluated; a library-linked object of the same name
+    ("rig", as every Rigify character is called) linked into the scene before the local one is what that lookup
+    gives. Live took it for the local armature being outside the view layer and stopped following: the tip stayed
+    0.1 behind a moved target while the read-out still said it was reached."""
+    bpy = blender
+    build_arm(name="Arm")
+    library = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library), copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(str(library), link=True) as (_, linked):
+        linked.objects = ["Arm"]
+    bpy.context.scene.collection.objects.link(linked.objects[0])
+    obj = build_arm(name="Arm", base=(2.0, 0.0, 0.0))
+    assert obj.name == "Arm" and linked.objects[0].name == "Arm" and linked.objects[0].library is not None
+    target = add_empty(location=(2.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    obj.blender_ik.tip_bone, obj.blender_ik.target = "b3", target
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    obj.blender_ik.live = True
+    assert _tip_off(bpy, obj, target) < 1e-5
+    for step in range(3):
+        target.location.x -= 0.1
+        assert _tip_off(bpy, obj, target) < 1e-5, (step, readout(obj, "b3"))
+    bpy.context.scene.frame_set(5)  # frame_change_post looks it up the same way
+    target.location.y += 0.1
+    assert _tip_off(bpy, obj, target) < 1e-5
