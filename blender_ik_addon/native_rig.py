@@ -239,6 +239,24 @@ def _bone_name(chain_name, role):
     return name
 
 
+def _check_editable(armature):
+    """Refuse, before anything is changed, an armature whose bones Edit Mode cannot reach (disabled in viewports, or
+    outside the view layer): what :class:`_EditMode` would refuse halfway through a removal, after the rig's
+    constraints and drivers had gone."""
+    view_layer = bpy.context.view_layer
+    active = view_layer.objects.active
+    try:
+        view_layer.objects.active = armature
+    except (RuntimeError, ValueError):  # not in the view layer
+        editable, reason = False, "it is not in the current view layer"
+    else:
+        editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
+        view_layer.objects.active = active
+    if not editable:
+        raise ChainError(f"Cannot edit the bones of '{armature.name}' (is it hidden?): {reason}; enable it in "
+                         "viewports and in the view layer first")
+
+
 class _EditMode:
     """Edit the armature's bones, then restore the active object, its mode and the active bone."""
 
@@ -519,6 +537,8 @@ def remove_many(armature, chain_names):
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
                        "library file, or mute it here")
     data = armature.data
+    if any(name in data.bones for _, entry in entries for name in entry["bones"]):
+        _check_editable(armature)
     deleted = []
     for chain_name, entry in entries:
         doomed = [name for name in entry["bones"] if name in data.bones]

@@ -121,3 +121,37 @@ def test_live_follows_an_armature_named_like_a_linked_object(blender, tmp_path):
     bpy.context.scene.frame_set(5)  # frame_change_post looks it up the same way
     target.location.y += 0.1
     assert _tip_off(bpy, obj, target) < 1e-5
+
+
+def _rig_state(obj):
+    from blender_ik_addon import native_rig
+    animation = obj.animation_data
+    return (sorted(bone.name for bone in obj.data.bones),
+            sorted((pose_bone.name, constraint.name, constraint.mute) for pose_bone in obj.pose.bones
+                   for constraint in pose_bone.constraints),
+            sorted((fcurve.data_path, fcurve.array_index) for fcurve in animation.drivers) if animation else [],
+            obj.get(native_rig.RECORD), [(chain.name, chain.rig_name) for chain in obj.blender_ik.chains])
+
+
+@pytest.mark.parametrize("operator", ["remove_rig", "chain_remove"])
+def test_removing_a_rig_edit_mode_cannot_reach_changes_nothing(blender, operator):
+    """An armature disabled in viewports cannot enter Edit Mode, where a rig's helper bones are deleted. Remove Rig and
+    Remove Chain refused it ('Cannot edit the bones') after deleting the rig's constraints and drivers: the record
+    still listed the rig and its bones stayed, so it showed as built and followed nothing (9 constraints -> 2, 2
+    drivers -> 0). Refused, it must change nothing."""
+    bpy = blender
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = target
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    before = _rig_state(obj)
+    obj.hide_viewport = True
+    with pytest.raises(RuntimeError, match="Cannot edit the bones"):
+        getattr(bpy.ops.blender_ik, operator)()
+    assert _rig_state(obj) == before
+    obj.hide_viewport = False
+    target.location.x -= 0.1
+    assert _tip_off(bpy, obj, target) < 1e-5  # the rig still follows
