@@ -78,12 +78,27 @@ def _record(armature, to_change=False):
             record = json.loads(text)
         except ValueError:
             record = {}
-        if not isinstance(record, dict):
-            record = {}
+        if not isinstance(record, dict) or not all(map(_well_formed, record.values())):
+            record = {}  # edited by hand: readers and removal index its entries as a build wrote them
         if len(_parsed) >= 16:
             _parsed.clear()
         _parsed[text] = record
     return copy.deepcopy(record) if to_change else record
+
+
+def _strings(values, width=None):
+    return isinstance(values, list) and all(
+        isinstance(value, str) if width is None else
+        isinstance(value, list) and len(value) == width and isinstance(value[0], str) for value in values)
+
+
+def _well_formed(entry):
+    """An entry of the record has what a build writes, of the types its readers take (else they raise)."""
+    return (isinstance(entry, dict) and _strings(entry.get("bones")) and _strings(entry.get("constraints"), 2)
+            and all(isinstance(name, str) for _, name in entry["constraints"])
+            and _strings(entry.get("drivers"), 2) and all(type(index) is int for _, index in entry["drivers"])
+            and isinstance(entry.get("collection"), str) and isinstance(entry.get("animation_data"), bool)
+            and type(entry.get("collection_active_index", 0)) is int)
 
 
 _parsed = {}  # a record's JSON text -> what it says (never changed: _record's to_change callers get a copy)

@@ -155,3 +155,34 @@ def test_removing_a_rig_edit_mode_cannot_reach_changes_nothing(blender, operator
     obj.hide_viewport = False
     target.location.x -= 0.1
     assert _tip_off(bpy, obj, target) < 1e-5  # the rig still follows
+
+
+@pytest.mark.parametrize("text", ['{"b3": 5}', '{"b3": {}}', '{"b3": {"bones": 3, "constraints": 1}}',
+                                  '{"b3": {"bones": ["x"], "constraints": [["b1"]], "drivers": [], "collection": "IK",'
+                                  ' "animation_data": false}}'])
+def test_a_rig_record_damaged_by_hand_crashes_nothing(blender, capfd, text):
+    """The rig record is a JSON text in the armature's custom properties, which anyone can edit (the N panel, a
+    script). A record whose text is not JSON already counted as no rig; one whose entries are not what a build writes
+    made Solve, Build Rig, Remove Rig, Bake and Live's handler fail with Python tracebacks ('int' object is not
+    subscriptable, KeyError 'constraints')."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+    obj = build_arm()
+    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = target
+    bpy.context.view_layer.objects.active = obj
+    obj[native_rig.RECORD] = text
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert _tip_off(bpy, obj, target) < 1e-5
+    chain.live = True
+    target.location.x -= 0.1
+    assert _tip_off(bpy, obj, target) < 1e-5
+    chain.live = False
+    with pytest.raises(RuntimeError, match="has a built rig"):
+        bpy.ops.blender_ik.remove_rig()
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    target.location.x -= 0.1
+    assert _tip_off(bpy, obj, target) < 1e-5
+    assert "Traceback" not in capfd.readouterr().err
