@@ -304,6 +304,22 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
+def follows_chain(chain, armature, bone_name):
+    """Whether bone ``bone_name`` of ``armature`` moves when ``chain`` is posed though it does not hang below it: the
+    bone or a bone above it has an active constraint following something that does (a shoulder that copies the
+    rotation of a spine chain's bone). One step of such coupling: a constraint target that itself follows the chain
+    through constraints is not looked for."""
+    pose_bone = armature.pose.bones.get(bone_name)
+    while pose_bone is not None:
+        for constraint in pose_bone.constraints:
+            target = getattr(constraint, "target", None)
+            if (target is not None and _constraint_active(constraint)
+                    and moves_with_chain(chain, target, getattr(constraint, "subtarget", "")) is not None):
+                return True
+        pose_bone = pose_bone.parent
+    return False
+
+
 def _ik_constraints(armature):
     """The armature's IK and Spline IK constraints, as ``(owner pose bone, constraint)``."""
     return [(pose_bone, constraint) for pose_bone in armature.pose.bones for constraint in pose_bone.constraints
@@ -1233,8 +1249,9 @@ def read_all(armature, specs, now=True):
 
 def order(armature, read, errors=None):
     """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
-    another chain's bones (a finger chain under an arm chain), or whose target or pole does, comes in a
-    later level, so it is solved on the pose the other one gets.
+    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones
+    follow that chain through a constraint (:func:`follows_chain`), comes in a later level, so it is solved on the pose
+    the other one gets.
 
     Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
     ``errors`` dict, those chains are left out instead and their messages go to ``errors[spec]``."""
@@ -1269,7 +1286,7 @@ def order(armature, read, errors=None):
                 continue
             if _below(armature, chain.names[0], set(other.names)) is not None or any(
                     obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for _, obj, bone_name in spec.goals()):
+                    for _, obj, bone_name in spec.goals()) or follows_chain(other, armature, chain.names[0]):
                 needs.add(index)
         before.append(needs)
     levels, placed = [], set()

@@ -22,8 +22,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    evaluate_now, forget_read_chains, moves_with_chain, order, pose_chain, read_chain, set_rotation,
-                    solve_current, verify_pose, with_armature)
+                    evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order, pose_chain, read_chain,
+                    set_rotation, solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -136,7 +136,8 @@ def _live_chains(armature):
 
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
-    ``moving`` (about to be posed), or whose target or pole does, through any number of chains: their inputs
+    ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
+    or pole does, through any number of chains: their inputs
     change only once that chain is posed, which happens inside Live's own paused section, so no later update
     would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
@@ -145,6 +146,7 @@ def _moved_by(armature, moving, idle):
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
             if any(moves_with_chain(other, armature, chain.names[0]) is not None
+                   or follows_chain(other, armature, chain.names[0])
                    or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
                           for _, obj, bone_name in spec.goals()) for other in moving):
                 moved.append((spec, key, inputs, chain))

@@ -186,3 +186,55 @@ def test_a_rig_record_damaged_by_hand_crashes_nothing(blender, capfd, text):
     target.location.x -= 0.1
     assert _tip_off(bpy, obj, target) < 1e-5
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _coupled_chains(bpy):
+    """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, which copies the
+    rotation of A's b2 (as a shoulder that follows a spine bone): B's base moves whenever A is posed."""
+    from mathutils import Vector
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    parent = edit_bones.new("P")
+    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
+    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
+        bone = edit_bones.new(f"c{index + 1}")
+        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
+        bone.parent, bone.use_connect = parent, True
+        parent = bone
+    bpy.ops.object.mode_set(mode="OBJECT")
+    constraint = obj.pose.bones["P"].constraints.new("COPY_ROTATION")
+    constraint.target, constraint.subtarget = obj, "b2"
+    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
+        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
+    for name, tip, target in zip("AB", ("b3", "c3"), targets):
+        chain = obj.blender_ik.chains.add()
+        chain.name, chain.tip_bone, chain.target = name, tip, target
+    bpy.context.view_layer.update()
+    return obj, targets
+
+
+def _tips_off(bpy, obj, targets):
+    bpy.context.view_layer.update()
+    return [(obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length
+            for tip, target in zip(("b3", "c3"), targets)]
+
+
+@pytest.mark.parametrize("how", ["live", "solve"])
+def test_a_chain_whose_parent_follows_another_chain_through_a_constraint_is_solved_after_it(blender, how):
+    """Chains are solved in levels: one below another chain's bones after it, on the pose that one gets. A chain whose
+    parent bone follows the other chain through a constraint (Copy Rotation of one of its bones) is just as much
+    below it, but was solved first, on the parent's place before the other chain moved it: Live left it 0.034 behind
+    its target after one move of the other chain's target (0.13 after three) while its read-out said 'reached'."""
+    bpy = blender
+    obj, targets = _coupled_chains(bpy)
+    if how == "live":
+        for chain in obj.blender_ik.chains:
+            chain.live = True
+    for _ in range(3):
+        targets[0].location.x -= 0.1
+        if how == "solve":
+            bpy.context.view_layer.update()
+            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
