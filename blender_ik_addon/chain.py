@@ -304,20 +304,26 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
-def follows_chain(chain, armature, bone_name):
-    """Whether bone ``bone_name`` of ``armature`` moves when ``chain`` is posed though it does not hang below it: the
-    bone or a bone above it has an active constraint following something that does (a shoulder that copies the
-    rotation of a spine chain's bone). One step of such coupling: a constraint target that itself follows the chain
-    through constraints is not looked for."""
+def constraint_targets(armature, bone_name):
+    """What the active constraints of bone ``bone_name`` of ``armature`` and of the bones above it follow, as ``(object,
+    bone name)`` pairs: what moves the bone other than its parents (see :func:`follows_chain`)."""
+    found = []
     pose_bone = armature.pose.bones.get(bone_name)
     while pose_bone is not None:
         for constraint in pose_bone.constraints:
             target = getattr(constraint, "target", None)
-            if (target is not None and _constraint_active(constraint)
-                    and moves_with_chain(chain, target, getattr(constraint, "subtarget", "")) is not None):
-                return True
+            if target is not None and _constraint_active(constraint):
+                found.append((target, getattr(constraint, "subtarget", "")))
         pose_bone = pose_bone.parent
-    return False
+    return found
+
+
+def follows_chain(chain, targets):
+    """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
+    hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
+    chain's bone). One step of such coupling: a target that itself follows the chain through constraints is not looked
+    for."""
+    return any(moves_with_chain(chain, target, bone_name) is not None for target, bone_name in targets)
 
 
 def _ik_constraints(armature):
@@ -1280,13 +1286,13 @@ def order(armature, read, errors=None):
     # before[i]: the chains (indices into kept) that must be solved before chain i.
     before = []
     for spec, chain in kept:
-        needs = set()
+        needs, targets = set(), constraint_targets(armature, chain.names[0])
         for index, (_, other) in enumerate(kept):
             if other is chain:
                 continue
             if _below(armature, chain.names[0], set(other.names)) is not None or any(
                     obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for _, obj, bone_name in spec.goals()) or follows_chain(other, armature, chain.names[0]):
+                    for _, obj, bone_name in spec.goals()) or follows_chain(other, targets):
                 needs.add(index)
         before.append(needs)
     levels, placed = [], set()

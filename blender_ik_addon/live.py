@@ -22,8 +22,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order, pose_chain, read_chain,
-                    set_rotation, solve_current, verify_pose, with_armature)
+                    constraint_targets, evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order,
+                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -145,8 +145,9 @@ def _moved_by(armature, moving, idle):
         moved = []
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
+            targets = constraint_targets(armature, chain.names[0])
             if any(moves_with_chain(other, armature, chain.names[0]) is not None
-                   or follows_chain(other, armature, chain.names[0])
+                   or follows_chain(other, targets)
                    or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
                           for _, obj, bone_name in spec.goals()) for other in moving):
                 moved.append((spec, key, inputs, chain))
