@@ -137,9 +137,8 @@ def _live_chains(armature):
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
     ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
-    or pole does, through any number of chains: their inputs
-    change only once that chain is posed, which happens inside Live's own paused section, so no later update
-    would show it. As ``solve_live``'s ``read`` entries, validated."""
+    or pole does, through any number of chains: their inputs change only once that chain is posed, which happens inside
+    Live's own paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
     while waiting:
         moved = []
