@@ -304,6 +304,28 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
+def constraint_targets(armature, bone_name):
+    """What the active constraints of bone ``bone_name`` of ``armature`` and of the bones above it follow, as ``(object,
+    bone name)`` pairs: what moves the bone other than its parents (see :func:`follows_chain`)."""
+    found = []
+    pose_bone = armature.pose.bones.get(bone_name)
+    while pose_bone is not None:
+        for constraint in pose_bone.constraints:
+            target = getattr(constraint, "target", None)
+            if target is not None and _constraint_active(constraint):
+                found.append((target, getattr(constraint, "subtarget", "")))
+        pose_bone = pose_bone.parent
+    return found
+
+
+def follows_chain(chain, targets):
+    """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
+    hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
+    chain's bone). One step of such coupling: a target that itself follows the chain through constraints is not looked
+    for."""
+    return any(moves_with_chain(chain, target, bone_name) is not None for target, bone_name in targets)
+
+
 def _ik_constraints(armature):
     """The armature's IK and Spline IK constraints, as ``(owner pose bone, constraint)``."""
     return [(pose_bone, constraint) for pose_bone in armature.pose.bones for constraint in pose_bone.constraints
@@ -1162,7 +1184,14 @@ def pose_chain(chain, local_rotations):
         else:
             current = pose_bone.rotation_axis_angle[:]
             before.append(current)
-            axis, angle = quaternion.to_axis_angle()
+            w, x, y, z = quaternion
+            length = math.sqrt(x * x + y * y + z * z)
+            if length > 1e-12:
+                # Not Quaternion.to_axis_angle: its angle is the arc cosine of w in float32, which is 0 for every turn
+                # under 7e-4 rad (w rounds to 1), so a small turn was lost, or rounded to 7e-4 rad.
+                axis, angle = Vector((x / length, y / length, z / length)), 2.0 * math.atan2(length, w)
+            else:
+                axis, angle = quaternion.to_axis_angle()
             # (θ, a) and (-θ, -a), and θ ± 2π, are one rotation: the one nearest the current value, so that keys
             # made of successive solves (a hinge turning through its rest angle) interpolate as the pose turns.
             if axis.dot(current[1:]) < 0.0:
@@ -1226,8 +1255,9 @@ def read_all(armature, specs, now=True):
 
 def order(armature, read, errors=None):
     """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
-    another chain's bones (a finger chain under an arm chain), or whose target or pole does, comes in a
-    later level, so it is solved on the pose the other one gets.
+    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones
+    follow that chain through a constraint (:func:`follows_chain`), comes in a later level, so it is solved on the pose
+    the other one gets.
 
     Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
     ``errors`` dict, those chains are left out instead and their messages go to ``errors[spec]``."""
@@ -1256,13 +1286,13 @@ def order(armature, read, errors=None):
     # before[i]: the chains (indices into kept) that must be solved before chain i.
     before = []
     for spec, chain in kept:
-        needs = set()
+        needs, targets = set(), constraint_targets(armature, chain.names[0])
         for index, (_, other) in enumerate(kept):
             if other is chain:
                 continue
             if _below(armature, chain.names[0], set(other.names)) is not None or any(
                     obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for _, obj, bone_name in spec.goals()):
+                    for _, obj, bone_name in spec.goals()) or follows_chain(other, targets):
                 needs.add(index)
         before.append(needs)
     levels, placed = [], set()

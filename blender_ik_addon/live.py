@@ -22,8 +22,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    evaluate_now, forget_read_chains, moves_with_chain, order, pose_chain, read_chain, set_rotation,
-                    solve_current, verify_pose, with_armature)
+                    constraint_targets, evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order,
+                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -71,7 +71,7 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, their rest geometry, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
+    constraints, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
     parent bone's)."""
     try:
         names = chain_names(armature, tip_bone)
@@ -90,8 +90,10 @@ def _armature_inputs(armature, tip_bone):
             read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
                          bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
                          _constraints(pose_bone), bone.length, bone.matrix_local.copy()))
-        chain = (names, tuple(read))
         parent = pose_bones[names[0]].parent
+        # The parent bone's rest too: the base is its pose times its rest inverted, and a parent a constraint places
+        # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).
+        chain = (names, tuple(read), parent and (parent.name, parent.bone.matrix_local.copy()))
         parent = parent.matrix.copy() if parent is not None else None
     state = (armature.mode, armature.data.pose_position, _drivers(armature))
     return (chain, state), (_matrix(armature), parent)
@@ -134,15 +136,17 @@ def _live_chains(armature):
 
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
-    ``moving`` (about to be posed), or whose target or pole does, through any number of chains: their inputs
-    change only once that chain is posed, which happens inside Live's own paused section, so no later update
-    would show it. As ``solve_live``'s ``read`` entries, validated."""
+    ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
+    or pole does, through any number of chains: their inputs change only once that chain is posed, which happens inside
+    Live's own paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
     while waiting:
         moved = []
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
+            targets = constraint_targets(armature, chain.names[0])
             if any(moves_with_chain(other, armature, chain.names[0]) is not None
+                   or follows_chain(other, targets)
                    or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
                           for _, obj, bone_name in spec.goals()) for other in moving):
                 moved.append((spec, key, inputs, chain))
@@ -296,11 +300,19 @@ def _in_scene(name, scene, view_layer):
     where names are hashed; ``bpy.data.objects`` and ``scene.objects`` look a name up one object at a time (0.18 and
     0.23 ms for the last of 3,000 objects), which every update of a big scene would pay. Only an object outside the
     view layer (excluded, another scene's, renamed or deleted) is looked up that way."""
-    found = view_layer.objects.get(name) if view_layer is not None else None
-    if found is not None and found.library is None:
-        return found, "view layer"
-    found = bpy.data.objects.get(name)
-    return found, "scene" if found is not None and name in scene.objects else None
+    in_view_layer = view_layer.objects.get(name) if view_layer is not None else None
+    if in_view_layer is not None and in_view_layer.library is None:
+        return in_view_layer, "view layer"
+    found = bpy.data.objects.get((name, None))  # the local one: a linked object may have its name
+    if found is None:
+        return None, None
+    # The view layer gave a linked object of that name (a Rigify character's "rig", linked in before the local
+    # one): whether the local one is there too is found object by object, in this rare case only.
+    if in_view_layer is not None:
+        if any(obj == found for obj in view_layer.objects):
+            return found, "view layer"
+        return found, "scene" if any(obj == found for obj in scene.objects) else None
+    return found, "scene" if name in scene.objects else None
 
 
 def _not_evaluated(armature, live_chains):

@@ -78,12 +78,27 @@ def _record(armature, to_change=False):
             record = json.loads(text)
         except ValueError:
             record = {}
-        if not isinstance(record, dict):
-            record = {}
+        if not isinstance(record, dict) or not all(map(_well_formed, record.values())):
+            record = {}  # edited by hand: readers and removal index its entries as a build wrote them
         if len(_parsed) >= 16:
             _parsed.clear()
         _parsed[text] = record
     return copy.deepcopy(record) if to_change else record
+
+
+def _strings(values, width=None):
+    return isinstance(values, list) and all(
+        isinstance(value, str) if width is None else
+        isinstance(value, list) and len(value) == width and isinstance(value[0], str) for value in values)
+
+
+def _well_formed(entry):
+    """An entry of the record has what a build writes, of the types its readers take (else they raise)."""
+    return (isinstance(entry, dict) and _strings(entry.get("bones")) and _strings(entry.get("constraints"), 2)
+            and all(isinstance(name, str) for _, name in entry["constraints"])
+            and _strings(entry.get("drivers"), 2) and all(type(index) is int for _, index in entry["drivers"])
+            and isinstance(entry.get("collection"), str) and isinstance(entry.get("animation_data"), bool)
+            and type(entry.get("collection_active_index", 0)) is int)
 
 
 _parsed = {}  # a record's JSON text -> what it says (never changed: _record's to_change callers get a copy)
@@ -237,6 +252,24 @@ def _bone_name(chain_name, role):
         chain_name = chain_name[:-1]
         name = f"{PREFIX}-{chain_name}-{role}"
     return name
+
+
+def _check_editable(armature):
+    """Refuse, before anything is changed, an armature whose bones Edit Mode cannot reach (disabled in viewports, or
+    outside the view layer): what :class:`_EditMode` would refuse halfway through a removal, after the rig's
+    constraints and drivers had gone."""
+    view_layer = bpy.context.view_layer
+    active = view_layer.objects.active
+    try:
+        view_layer.objects.active = armature
+    except (RuntimeError, ValueError):  # not in the view layer
+        editable, reason = False, "it is not in the current view layer"
+    else:
+        editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
+        view_layer.objects.active = active
+    if not editable:
+        raise ChainError(f"Cannot edit the bones of '{armature.name}' (is it hidden?): {reason}; enable it in "
+                         "viewports and in the view layer first")
 
 
 class _EditMode:
@@ -519,6 +552,8 @@ def remove_many(armature, chain_names):
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; remove the rig in the "
                        "library file, or mute it here")
     data = armature.data
+    if any(name in data.bones for _, entry in entries for name in entry["bones"]):
+        _check_editable(armature)
     deleted = []
     for chain_name, entry in entries:
         doomed = [name for name in entry["bones"] if name in data.bones]
