@@ -293,8 +293,9 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         if chain_settings is None:
             raise ChainError("There is no chain to remove")
         name = chain_settings.name or chain_settings.tip_bone
+        with runtime.paused():  # no rig left that nothing can remove; it refuses before changing anything
+            native_rig.remove(armature, props.rig_key(chain_settings))
         chain_settings.live = False  # stop following before the settings go
-        native_rig.remove(armature, props.rig_key(chain_settings))  # no rig left that nothing can remove
         settings.chains.remove(settings.chains.values().index(chain_settings))
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
         self.report({"INFO"}, f"Removed chain '{name}'")

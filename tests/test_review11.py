@@ -147,11 +147,12 @@ def test_removing_a_rig_edit_mode_cannot_reach_changes_nothing(blender, operator
     chain.target = target
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    chain.live = True  # (Live refuses a chain with a rig; the setting stays on, and a refusal must leave it on)
     before = _rig_state(obj)
     obj.hide_viewport = True
     with pytest.raises(RuntimeError, match="Cannot edit the bones"):
         getattr(bpy.ops.blender_ik, operator)()
-    assert _rig_state(obj) == before
+    assert _rig_state(obj) == before and obj.blender_ik.chains[0].live
     obj.hide_viewport = False
     target.location.x -= 0.1
     assert _tip_off(bpy, obj, target) < 1e-5  # the rig still follows
