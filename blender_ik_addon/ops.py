@@ -13,6 +13,7 @@ from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, chec
                     posers, posers_read_once, prepare, read_chain, rotation_values, set_rotation, solve_current,
                     verify_pose)
 from .report import distance_text
+from .sampling import check_no_animated_posers
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
                 ("ACTIVE", "Active", "The active chain of the list")]
@@ -684,6 +685,10 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                                          f"constraint '{constraint.name}' of bone '{owner.name}', whose chain reaches "
                                          "into this chain; mute or remove it, or shorten its Chain Length so that it "
                                          "stops below the chain", spec.label)
+                try:  # a muted one keyed or driven acts on other frames (an IK/FK switch)
+                    check_no_animated_posers(chain)
+                except ChainError as error:
+                    raise error.for_chain(spec.label) from None
         read = {spec: chain for level in levels for spec, chain in level}
         # The rig's own refusals too, before any rig is removed: a rebuild refused halfway would lose working rigs.
         replaced = {props.rig_key(chain_settings) for chain_settings in chosen}

@@ -200,29 +200,44 @@ def base_reason(chain, fcurves=None):
     return None
 
 
+def _played(armature, fcurves=None):
+    """The F-curves that play on ``armature`` (its action's, or ``fcurves``, and its NLA strips'), each with where it
+    is keyed, for messages."""
+    if fcurves is None:
+        fcurves = keys.object_fcurves(armature)
+    played = [(fcurve, "") for fcurve in fcurves]
+    return played + [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(armature)]
+
+
+def check_no_animated_posers(chain, played=None):
+    """Refuse another bone's IK or Spline IK whose chain reaches into this one (it poses its bones as their own
+    constraint would) with keyed or driven settings: it acts on other frames than the one the chain was validated on
+    (an IK/FK blend at influence 0, or muted, now). A bake and a built rig play every frame. ``played``: see
+    :func:`_played`."""
+    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
+                   for owner, constraint, _ in posers(chain.armature, set(chain.names))
+                   if owner.name not in chain.names)
+    if not posing:
+        return
+    if played is None:
+        played = _played(chain.armature)
+    drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
+    for fcurve, where in played + [(driver, "") for driver in drivers]:
+        if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
+            raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
+                             f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
+                             "this chain and would move it on some frames: remove those keys or drivers, or "
+                             "shorten its Chain Length so that it stops below the chain")
+
+
 def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
     animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on
     one (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
     F-curves (keys.object_fcurves), when the caller has them. The F-curves of its NLA strips count as well: they
     play in every channel the action does not key."""
-    if fcurves is None:
-        fcurves = keys.object_fcurves(chain.armature)
-    played = [(fcurve, "") for fcurve in fcurves]
-    played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(chain.armature)]
-    # Another bone's IK or Spline IK whose chain reaches into this one poses its bones as their own constraint would:
-    # keyed or driven, it acts on other frames than the one the chain was validated on.
-    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
-                   for owner, constraint, _ in posers(chain.armature, set(chain.names))
-                   if owner.name not in chain.names)
-    if posing:
-        drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
-        for fcurve, where in played + [(driver, "") for driver in drivers]:
-            if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
-                raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
-                                 f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
-                                 "this chain and would move it on some frames: remove those keys or drivers, or "
-                                 "shorten its Chain Length so that it stops below the chain")
+    played = _played(chain.armature, fcurves)
+    check_no_animated_posers(chain, played)
     for path, where in animated_bone_settings(chain.armature, chain.names):
         raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
                          "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")

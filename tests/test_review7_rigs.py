@@ -380,3 +380,35 @@ def test_posers_read_once_finds_the_same_constraints(blender):
             assert [(owner.name, constraint.name, bone) for owner, constraint, bone
                     in chain_module.posers(obj, set(names))] == expected
     assert obj.as_pointer() not in chain_module._iks_held
+
+
+@pytest.mark.parametrize("keyed", ["mute", "influence"])
+def test_build_rig_refuses_a_muted_ik_below_the_chain_whose_switch_is_keyed(blender, keyed):
+    """A muted IK on a bone below the chain, reaching into it, with its mute (or its influence) keyed: an IK/FK
+    switch that acts on other frames. The rig plays every frame, so Build Rig refuses it naming the constraint, as a
+    bake does, and builds nothing (its self-check, on the current frame, saw nothing wrong, or blamed 'something in
+    the scene')."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+    obj = _arm_with_finger(bpy)
+    constraint = obj.pose.bones["finger"].constraints.new("IK")
+    constraint.target, constraint.chain_count = add_empty("Look", (0.3, -0.5, 1.0)), 0
+    constraint.mute = True
+    if keyed == "mute":
+        constraint.keyframe_insert("mute", frame=1)
+        constraint.mute = False
+        constraint.keyframe_insert("mute", frame=10)
+    else:
+        constraint.influence = 0.0
+        constraint.keyframe_insert("influence", frame=1)
+        constraint.influence = 1.0
+        constraint.keyframe_insert("influence", frame=10)
+    bpy.context.scene.frame_set(1)
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.target = add_empty("Target", (0.9, 0.3, 1.1), (0.2, 0.4, 0.1))
+    bpy.context.view_layer.objects.active = obj
+    bones = sorted(obj.data.bones.keys())
+    with pytest.raises(RuntimeError, match=r"Chain 'b3': Bone 'finger' has an animated or driven IK constraint"):
+        bpy.ops.blender_ik.build_rig()
+    assert native_rig.built_chains(obj) == [] and sorted(obj.data.bones.keys()) == bones
