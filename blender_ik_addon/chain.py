@@ -318,6 +318,28 @@ def constraint_targets(armature, bone_name):
     return found
 
 
+def _object_constraint_targets(obj):
+    return [(constraint.target, getattr(constraint, "subtarget", "")) for constraint in obj.constraints
+            if getattr(constraint, "target", None) is not None and _constraint_active(constraint)]
+
+
+def goal_constraint_targets(spec):
+    """What the active constraints of a chain's goals follow, as :func:`constraint_targets` does for its bones: those of
+    each goal object and its parent objects, of the bones they are parented to and the bones above those, and of a goal
+    bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when that chain is posed,
+    as one parented below it does (see :func:`follows_chain`)."""
+    found = []
+    for _, obj, bone_name in spec.goals():
+        if obj is not None and bone_name and obj.type == "ARMATURE":
+            found += constraint_targets(obj, bone_name)
+        while obj is not None:
+            found += _object_constraint_targets(obj)
+            if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
+                found += constraint_targets(obj.parent, obj.parent_bone)
+            obj = obj.parent
+    return found
+
+
 def follows_chain(chain, targets):
     """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
     hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
@@ -1255,9 +1277,9 @@ def read_all(armature, specs, now=True):
 
 def order(armature, read, errors=None):
     """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
-    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones
-    follow that chain through a constraint (:func:`follows_chain`), comes in a later level, so it is solved on the pose
-    the other one gets.
+    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones or
+    goals follow that chain through a constraint (:func:`follows_chain`, :func:`goal_constraint_targets`), comes in a
+    later level, so it is solved on the pose the other one gets.
 
     Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
     ``errors`` dict, those chains are left out instead and their messages go to ``errors[spec]``."""
@@ -1286,7 +1308,7 @@ def order(armature, read, errors=None):
     # before[i]: the chains (indices into kept) that must be solved before chain i.
     before = []
     for spec, chain in kept:
-        needs, targets = set(), constraint_targets(armature, chain.names[0])
+        needs, targets = set(), constraint_targets(armature, chain.names[0]) + goal_constraint_targets(spec)
         for index, (_, other) in enumerate(kept):
             if other is chain:
                 continue

@@ -22,8 +22,9 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    constraint_targets, evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order,
-                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
+                    constraint_targets, evaluate_now, follows_chain, forget_read_chains, goal_constraint_targets,
+                    moves_with_chain, order, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
+                    with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -137,14 +138,15 @@ def _live_chains(armature):
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
     ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
-    or pole does, through any number of chains: their inputs change only once that chain is posed, which happens inside
+    or pole does (hanging below it, or pinned to it by a constraint: chain.goal_constraint_targets), through any number
+    of chains: their inputs change only once that chain is posed, which happens inside
     Live's own paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
     while waiting:
         moved = []
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
-            targets = constraint_targets(armature, chain.names[0])
+            targets = constraint_targets(armature, chain.names[0]) + goal_constraint_targets(spec)
             if any(moves_with_chain(other, armature, chain.names[0]) is not None
                    or follows_chain(other, targets)
                    or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None

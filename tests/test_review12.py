@@ -1,0 +1,91 @@
+"""Review 12: an animator posing characters with Live and Solve (chains below and beside each other, targets that
+follow other chains, many live chains at once), judged by what Blender evaluates."""
+import pytest
+
+from rigs import add_empty, build_arm, readout
+
+
+def _chains_with_a_following_target(bpy, how):
+    """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, neither below the other.
+    B's target follows A's last bone b3 through a constraint: a Child Of on the target Empty itself (``how`` "object",
+    the way an animator pins a foot's or a hand's target to the chest), or on a bone H the target is parented to
+    ("parent bone"). B's target moves whenever A is posed."""
+    from mathutils import Vector
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    parent = edit_bones.new("P")
+    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
+    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
+        bone = edit_bones.new(f"c{index + 1}")
+        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
+        bone.parent, bone.use_connect = parent, True
+        parent = bone
+    helper = edit_bones.new("H")
+    helper.head, helper.tail = (1.5, 1.5, 0.0), (1.5, 1.5, 0.2)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
+        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
+    for name, tip, target in zip("AB", ("b3", "c3"), targets):
+        chain = obj.blender_ik.chains.add()
+        chain.name, chain.tip_bone, chain.target = name, tip, target
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}  # pinned where A reaches its target
+    bpy.context.view_layer.update()
+    owner = targets[1] if how == "object" else obj.pose.bones["H"]
+    constraint = owner.constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = obj, "b3"
+    constraint.inverse_matrix = (obj.matrix_world @ obj.pose.bones["b3"].matrix).inverted()
+    bpy.context.view_layer.update()
+    if how == "parent bone":
+        matrix = targets[1].matrix_world.copy()
+        targets[1].parent, targets[1].parent_type, targets[1].parent_bone = obj, "BONE", "H"
+        bpy.context.view_layer.update()
+        targets[1].matrix_world = matrix
+    bpy.context.view_layer.update()
+    assert max(_tips_off(bpy, obj, targets)) < 1e-5
+    return obj, targets
+
+
+def _tips_off(bpy, obj, targets):
+    bpy.context.view_layer.update()
+    return [(obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length
+            for tip, target in zip(("b3", "c3"), targets)]
+
+
+@pytest.mark.parametrize("how", ["object", "parent bone"])
+@pytest.mark.parametrize("mode", ["live", "solve"])
+def test_a_chain_whose_target_follows_another_chain_through_a_constraint_is_solved_after_it(blender, mode, how):
+    """A chain whose target follows another chain's bone through a constraint (a Child Of on the target, or on the
+    bone it is parented to) moves when that chain is posed, as a target parented below it does, so it must be solved
+    after it. It was not: on Rigify's human metarig, a leg's target pinned to the chest by a Child Of was left 0.033
+    off by Live after one move of the spine chain's target, its read-out 'reached'; Solve of both said it had reached
+    the target 0.040 off."""
+    bpy = blender
+    obj, targets = _chains_with_a_following_target(bpy, how)
+    if mode == "live":
+        for chain in obj.blender_ik.chains:
+            chain.live = True
+    for _ in range(3):
+        targets[0].location.x -= 0.05
+        if mode == "solve":
+            bpy.context.view_layer.update()
+            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
+        assert readout(obj, "B").status == "REACHED"
+
+
+@pytest.mark.parametrize("how", ["object", "parent bone"])
+def test_a_bake_of_a_chain_whose_target_follows_another_chain_through_a_constraint(blender, how):
+    """The bake solves in the same levels as Solve: every baked frame puts both tips on their targets."""
+    bpy = blender
+    obj, targets = _chains_with_a_following_target(bpy, how)
+    for frame, x in ((1, 0.9), (10, 0.75)):
+        targets[0].location.x = x
+        targets[0].keyframe_insert("location", frame=frame)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        assert max(_tips_off(bpy, obj, targets)) < 1e-5, frame
