@@ -310,32 +310,31 @@ def constraint_targets(armature, bone_name):
     found = []
     pose_bone = armature.pose.bones.get(bone_name)
     while pose_bone is not None:
-        for constraint in pose_bone.constraints:
-            target = getattr(constraint, "target", None)
-            if target is not None and _constraint_active(constraint):
-                found.append((target, getattr(constraint, "subtarget", "")))
+        found += own_constraint_targets(pose_bone)
         pose_bone = pose_bone.parent
     return found
 
 
-def _object_constraint_targets(obj):
-    return [(constraint.target, getattr(constraint, "subtarget", "")) for constraint in obj.constraints
+def own_constraint_targets(owner):
+    """What the active constraints of one object or pose bone follow, as ``(object, bone name)`` pairs."""
+    return [(constraint.target, getattr(constraint, "subtarget", "")) for constraint in owner.constraints
             if getattr(constraint, "target", None) is not None and _constraint_active(constraint)]
 
 
-def goal_constraint_targets(spec):
+def goal_constraint_targets(spec, bone_targets=constraint_targets):
     """What the active constraints of a chain's goals follow, as :func:`constraint_targets` does for its bones: those of
     each goal object and its parent objects, of the bones they are parented to and the bones above those, and of a goal
     bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when that chain is posed,
-    as one parented below it does (see :func:`follows_chain`)."""
+    as one parented below it does (see :func:`follows_chain`). ``bone_targets``: :func:`constraint_targets`, or one
+    that remembers what it read."""
     found = []
     for _, obj, bone_name in spec.goals():
         if obj is not None and bone_name and obj.type == "ARMATURE":
-            found += constraint_targets(obj, bone_name)
+            found += bone_targets(obj, bone_name)
         while obj is not None:
-            found += _object_constraint_targets(obj)
+            found += own_constraint_targets(obj)
             if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
-                found += constraint_targets(obj.parent, obj.parent_bone)
+                found += bone_targets(obj.parent, obj.parent_bone)
             obj = obj.parent
     return found
 
