@@ -321,6 +321,20 @@ def own_constraint_targets(owner):
             if getattr(constraint, "target", None) is not None and _constraint_active(constraint)]
 
 
+def _followed_by(obj, bone_name, bone_targets):
+    """What the active constraints that move ``obj`` (or its bone ``bone_name``) follow: those of the bone and the bones
+    above it, of the object and its parent objects, and of the bones those are parented to and the bones above them."""
+    found = []
+    if bone_name and obj.type == "ARMATURE":
+        found += bone_targets(obj, bone_name)
+    while obj is not None:
+        found += own_constraint_targets(obj)
+        if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
+            found += bone_targets(obj.parent, obj.parent_bone)
+        obj = obj.parent
+    return found
+
+
 def goal_constraint_targets(spec, bone_targets=constraint_targets):
     """What the active constraints of a chain's goals follow, as :func:`constraint_targets` does for its bones: those of
     each goal object and its parent objects, of the bones they are parented to and the bones above those, and of a goal
@@ -329,21 +343,31 @@ def goal_constraint_targets(spec, bone_targets=constraint_targets):
     that remembers what it read."""
     found = []
     for _, obj, bone_name in spec.goals():
-        if obj is not None and bone_name and obj.type == "ARMATURE":
-            found += bone_targets(obj, bone_name)
-        while obj is not None:
-            found += own_constraint_targets(obj)
-            if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
-                found += bone_targets(obj.parent, obj.parent_bone)
-            obj = obj.parent
+        if obj is not None:
+            found += _followed_by(obj, bone_name, bone_targets)
+    return found
+
+
+def followed_targets(targets, bone_targets=constraint_targets):
+    """``targets`` (``(object, bone name)`` pairs a constraint follows) and, through any number of steps, what the
+    constraints that move those follow in turn (a shoulder that copies a helper bone that copies a spine bone, as
+    Rigify's MCH bones do), each once. ``bone_targets``: see :func:`goal_constraint_targets`."""
+    found, seen, waiting = [], set(), list(targets)
+    while waiting:
+        obj, bone_name = waiting.pop()
+        key = (obj.as_pointer(), bone_name)
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append((obj, bone_name))
+        waiting += _followed_by(obj, bone_name, bone_targets)
     return found
 
 
 def follows_chain(chain, targets):
     """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
     hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
-    chain's bone). One step of such coupling: a target that itself follows the chain through constraints is not looked
-    for."""
+    chain's bone), directly or through other constraints (``targets`` from :func:`followed_targets`)."""
     return any(moves_with_chain(chain, target, bone_name) is not None for target, bone_name in targets)
 
 
@@ -1307,7 +1331,8 @@ def order(armature, read, errors=None):
     # before[i]: the chains (indices into kept) that must be solved before chain i.
     before = []
     for spec, chain in kept:
-        needs, targets = set(), constraint_targets(armature, chain.names[0]) + goal_constraint_targets(spec)
+        needs = set()
+        targets = followed_targets(constraint_targets(armature, chain.names[0]) + goal_constraint_targets(spec))
         for index, (_, other) in enumerate(kept):
             if other is chain:
                 continue

@@ -22,8 +22,8 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    constraint_targets, evaluate_now, forget_read_chains, goal_constraint_targets, order,
-                    own_constraint_targets, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
+                    constraint_targets, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets,
+                    order, own_constraint_targets, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
                     with_armature)
 
 # Runtime state only (nothing here is saved).
@@ -211,9 +211,9 @@ def _moved_by(armature, moving, idle):
             chain = with_armature(_validated[key], armature)
             if (reach.moves(armature, chain.names[0])
                     or any(reach.moves(obj, bone_name) for _, obj, bone_name in spec.goals())
-                    or any(reach.moves(target, bone_name) for target, bone_name in
-                           reach.constraint_targets(armature, chain.names[0])
-                           + goal_constraint_targets(spec, reach.constraint_targets))):
+                    or any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
+                        reach.constraint_targets(armature, chain.names[0])
+                        + goal_constraint_targets(spec, reach.constraint_targets), reach.constraint_targets))):
                 moved.append((spec, key, inputs, chain))
         if not moved:
             break
