@@ -282,6 +282,30 @@ def _below(armature, bone_name, roots):
     return None
 
 
+def _roots_above(armature, roots, obj, bone_name=""):
+    """The bones of ``roots`` (names) of ``armature`` that ``obj`` (or its bone ``bone_name``) is or hangs from, through
+    any parents: every one of them, where :func:`hangs_below` stops at the first."""
+    found = set()
+
+    def walk(name):
+        bone = armature.data.bones.get(name)
+        while bone is not None:
+            if bone.name in roots:
+                found.add(bone.name)
+            bone = bone.parent
+
+    if obj is None:
+        return found
+    if obj == armature and bone_name:
+        walk(bone_name)
+        return found
+    while obj is not None:
+        if obj.parent == armature and obj.parent_type == "BONE":
+            walk(obj.parent_bone)
+        obj = obj.parent
+    return found
+
+
 def moves_with_chain(chain, obj, bone_name=""):
     """The chain bone that ``obj`` (or its bone ``bone_name``) hangs from, through any parents, or None.
 
@@ -306,7 +330,7 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
 
 def constraint_targets(armature, bone_name):
     """What the active constraints of bone ``bone_name`` of ``armature`` and of the bones above it follow, as ``(object,
-    bone name)`` pairs: what moves the bone other than its parents (see :func:`follows_chain`)."""
+    bone name)`` pairs: what moves the bone other than its parents (see :func:`order`)."""
     found = []
     pose_bone = armature.pose.bones.get(bone_name)
     while pose_bone is not None:
@@ -339,7 +363,7 @@ def goal_constraint_targets(spec, bone_targets=constraint_targets):
     """What the active constraints of a chain's goals follow, as :func:`constraint_targets` does for its bones: those of
     each goal object and its parent objects, of the bones they are parented to and the bones above those, and of a goal
     bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when that chain is posed,
-    as one parented below it does (see :func:`follows_chain`). ``bone_targets``: :func:`constraint_targets`, or one
+    as one parented below it does (see :func:`order`). ``bone_targets``: :func:`constraint_targets`, or one
     that remembers what it read."""
     found = []
     for _, obj, bone_name in spec.goals():
@@ -362,13 +386,6 @@ def followed_targets(targets, bone_targets=constraint_targets):
         found.append((obj, bone_name))
         waiting += _followed_by(obj, bone_name, bone_targets)
     return found
-
-
-def follows_chain(chain, targets):
-    """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
-    hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
-    chain's bone), directly or through other constraints (``targets`` from :func:`followed_targets`)."""
-    return any(moves_with_chain(chain, target, bone_name) is not None for target, bone_name in targets)
 
 
 def _ik_constraints(armature):
@@ -1301,7 +1318,7 @@ def read_all(armature, specs, now=True):
 def order(armature, read, errors=None):
     """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
     another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones or
-    goals follow that chain through a constraint (:func:`follows_chain`, :func:`goal_constraint_targets`), comes in a
+    goals follow that chain through constraints (:func:`followed_targets`, :func:`goal_constraint_targets`), comes in a
     later level, so it is solved on the pose the other one gets.
 
     Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
@@ -1328,19 +1345,19 @@ def order(armature, read, errors=None):
     if errors:
         kept = [(spec, chain) for spec, chain in kept if spec not in errors]
 
-    # before[i]: the chains (indices into kept) that must be solved before chain i.
+    # before[i]: the chains (indices into kept) that must be solved before chain i. Each walk up the parents finds every
+    # chain above at once (their first bones are the roots): asking chain by chain cost O(chains^2 x depth), 8.8 of 18
+    # ms per Live update with 27 chains of Rigify's human metarig moving together.
+    roots = {chain.names[0]: index for index, (_, chain) in enumerate(kept)}
     before = []
-    for spec, chain in kept:
-        needs = set()
-        targets = followed_targets(constraint_targets(armature, chain.names[0]) + goal_constraint_targets(spec))
-        for index, (_, other) in enumerate(kept):
-            if other is chain:
-                continue
-            if _below(armature, chain.names[0], set(other.names)) is not None or any(
-                    obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for _, obj, bone_name in spec.goals()) or follows_chain(other, targets):
-                needs.add(index)
-        before.append(needs)
+    for index, (spec, chain) in enumerate(kept):
+        above = _roots_above(armature, roots, armature, chain.names[0])
+        for _, obj, bone_name in spec.goals():
+            above |= _roots_above(armature, roots, obj, bone_name)
+        for target, bone_name in followed_targets(constraint_targets(armature, chain.names[0])
+                                                  + goal_constraint_targets(spec)):
+            above |= _roots_above(armature, roots, target, bone_name)
+        before.append({roots[name] for name in above} - {index})
     levels, placed = [], set()
     while len(placed) < len(kept):
         level = [index for index in range(len(kept)) if index not in placed and before[index] <= placed]

@@ -199,7 +199,7 @@ class _Reach:
 
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
-    ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
+    ``moving`` (about to be posed), or follow it through constraints above them (chain.followed_targets), or whose target
     or pole does (hanging below it, or pinned to it by a constraint: chain.goal_constraint_targets), through any number
     of chains: their inputs change only once that chain is posed, which happens inside Live's own paused section, so no
     later update would show it. As ``solve_live``'s ``read`` entries, validated."""
