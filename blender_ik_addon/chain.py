@@ -328,31 +328,74 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
-def constraint_targets(armature, bone_name):
-    """What the active constraints of bone ``bone_name`` of ``armature`` and of the bones above it follow, as ``(object,
-    bone name)`` pairs: what moves the bone other than its parents (see :func:`order`)."""
+def constraint_targets(armature, bone_name, drivers=None):
+    """What the active constraints and drivers of bone ``bone_name`` of ``armature`` and of the bones above it follow
+    (read), as ``(object, bone name)`` pairs: what moves the bone other than its parents (see :func:`order`).
+    ``drivers``: :func:`bone_driver_targets` of the armature, when the caller has read them."""
+    if drivers is None:
+        drivers = bone_driver_targets(armature)
     found = []
     pose_bone = armature.pose.bones.get(bone_name)
     while pose_bone is not None:
-        found += own_constraint_targets(pose_bone)
+        found += own_constraint_targets(pose_bone) + drivers.get(pose_bone.name, [])
         pose_bone = pose_bone.parent
     return found
 
 
 def own_constraint_targets(owner):
-    """What the active constraints of one object or pose bone follow, as ``(object, bone name)`` pairs."""
-    return [(constraint.target, getattr(constraint, "subtarget", "")) for constraint in owner.constraints
-            if getattr(constraint, "target", None) is not None and _constraint_active(constraint)]
+    """What the active constraints of one object or pose bone follow, as ``(object, bone name)`` pairs: their target,
+    pole target and (an Armature constraint's) targets."""
+    found = []
+    for constraint in owner.constraints:
+        if not _constraint_active(constraint):
+            continue
+        pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", "")),
+                 (getattr(constraint, "pole_target", None), getattr(constraint, "pole_subtarget", ""))]
+        pairs += [(target.target, target.subtarget) for target in getattr(constraint, "targets", ())]
+        found += [(target, subtarget or "") for target, subtarget in pairs if target is not None]
+    return found
+
+
+def _driver_reads(driver):
+    """The objects (and bones) the variables of an F-curve's driver read, as ``(object, bone name)`` pairs."""
+    if driver.mute:
+        return []
+    found = []
+    for variable in driver.driver.variables:
+        for target in variable.targets:
+            if target.id is not None and getattr(target, "id_type", "OBJECT") == "OBJECT":
+                found.append((target.id, target.bone_target or _bone_of_path(target.data_path or "") or ""))
+    return found
+
+
+def bone_driver_targets(armature):
+    """What the drivers of each bone of ``armature`` read: ``{bone name: [(object, bone name)]}`` (a bone whose rotation
+    a driver takes from another chain's bone moves when that chain is posed, as one that copies it by a constraint)."""
+    found = {}
+    data = armature.animation_data
+    for driver in data.drivers if data is not None else ():
+        bone = _bone_of_path(driver.data_path)
+        if bone is not None:
+            found.setdefault(bone, []).extend(_driver_reads(driver))
+    return found
+
+
+def object_driver_targets(obj):
+    """What the drivers of ``obj`` itself (not of its bones: see :func:`bone_driver_targets`) read."""
+    data = obj.animation_data
+    return [pair for driver in (data.drivers if data is not None else ()) if _bone_of_path(driver.data_path) is None
+            for pair in _driver_reads(driver)]
 
 
 def _followed_by(obj, bone_name, bone_targets):
-    """What the active constraints that move ``obj`` (or its bone ``bone_name``) follow: those of the bone and the bones
-    above it, of the object and its parent objects, and of the bones those are parented to and the bones above them."""
+    """What the active constraints and drivers that move ``obj`` (or its bone ``bone_name``) follow: those of the bone
+    and the bones above it, of the object and its parent objects, and of the bones those are parented to and the bones
+    above them."""
     found = []
     if bone_name and obj.type == "ARMATURE":
         found += bone_targets(obj, bone_name)
     while obj is not None:
-        found += own_constraint_targets(obj)
+        found += own_constraint_targets(obj) + object_driver_targets(obj)
         if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
             found += bone_targets(obj.parent, obj.parent_bone)
         obj = obj.parent

@@ -21,10 +21,10 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    constraint_targets, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets,
-                    order, own_constraint_targets, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
-                    with_armature)
+from .chain import (ChainError, base_rows, bone_driver_targets, chain_names, check_armature_scale, check_evaluated,
+                    check_target, constraint_targets, evaluate_now, followed_targets, forget_read_chains,
+                    goal_constraint_targets, order, own_constraint_targets, pose_chain, read_chain, set_rotation,
+                    solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -144,7 +144,7 @@ class _Reach:
 
     def __init__(self, armature, roots):
         self.armature, self.roots = armature, set(roots)
-        self._below, self._targets = {}, {}
+        self._below, self._targets, self._drivers = {}, {}, None
 
     def add_roots(self, roots):
         self.roots.update(roots)
@@ -191,18 +191,20 @@ class _Reach:
                 break
             path.append(pose_bone)
             pose_bone = pose_bone.parent
+        if path and self._drivers is None:
+            self._drivers = bone_driver_targets(armature)
         for pose_bone in reversed(path):  # from the top down: a bone's own constraints' targets, then its parents'
-            found = own_constraint_targets(pose_bone) + found
+            found = own_constraint_targets(pose_bone) + self._drivers.get(pose_bone.name, []) + found
             self._targets[pose_bone.name] = found
         return found
 
 
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
-    ``moving`` (about to be posed), or follow it through constraints above them (chain.followed_targets), or whose target
-    or pole does (hanging below it, or pinned to it by a constraint: chain.goal_constraint_targets), through any number
-    of chains: their inputs change only once that chain is posed, which happens inside Live's own paused section, so no
-    later update would show it. As ``solve_live``'s ``read`` entries, validated."""
+    ``moving`` (about to be posed), or follow it through constraints or drivers above them (chain.followed_targets), or
+    whose target or pole does (hanging below it, or pinned to it by a constraint: chain.goal_constraint_targets),
+    through any number of chains: their inputs change only once that chain is posed, which happens inside Live's own
+    paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
     reach = _Reach(armature, {chain.names[0] for chain in moving})
     while waiting:
