@@ -328,18 +328,10 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
     return None
 
 
-def constraint_targets(armature, bone_name, drivers=None):
+def constraint_targets(armature, bone_name):
     """What the active constraints and drivers of bone ``bone_name`` of ``armature`` and of the bones above it follow
-    (read), as ``(object, bone name)`` pairs: what moves the bone other than its parents (see :func:`order`).
-    ``drivers``: :func:`bone_driver_targets` of the armature, when the caller has read them."""
-    if drivers is None:
-        drivers = bone_driver_targets(armature)
-    found = []
-    pose_bone = armature.pose.bones.get(bone_name)
-    while pose_bone is not None:
-        found += own_constraint_targets(pose_bone) + drivers.get(pose_bone.name, [])
-        pose_bone = pose_bone.parent
-    return found
+    (read), as ``(object, bone name)`` pairs: what moves the bone other than its parents (see :func:`order`)."""
+    return CouplingReader().bone_targets(armature, bone_name)
 
 
 def own_constraint_targets(owner):
@@ -368,57 +360,91 @@ def _driver_reads(driver):
     return found
 
 
-def bone_driver_targets(armature):
-    """What the drivers of each bone of ``armature`` read: ``{bone name: [(object, bone name)]}`` (a bone whose rotation
-    a driver takes from another chain's bone moves when that chain is posed, as one that copies it by a constraint)."""
-    found = {}
-    data = armature.animation_data
+def driver_targets(obj):
+    """What the drivers of ``obj`` read: ``({bone name: [(object, bone name)]}, [(object, bone name)])``, for the drivers
+    of each of its bones and for those of the object itself (a bone whose rotation a driver takes from another chain's
+    bone moves when that chain is posed, as one that copies it by a constraint)."""
+    bones, own = {}, []
+    data = obj.animation_data
     for driver in data.drivers if data is not None else ():
         bone = _bone_of_path(driver.data_path)
-        if bone is not None:
-            found.setdefault(bone, []).extend(_driver_reads(driver))
-    return found
+        (own if bone is None else bones.setdefault(bone, [])).extend(_driver_reads(driver))
+    return bones, own
 
 
-def object_driver_targets(obj):
-    """What the drivers of ``obj`` itself (not of its bones: see :func:`bone_driver_targets`) read."""
-    data = obj.animation_data
-    return [pair for driver in (data.drivers if data is not None else ()) if _bone_of_path(driver.data_path) is None
-            for pair in _driver_reads(driver)]
+class CouplingReader:
+    """What constraints and drivers follow (:func:`constraint_targets`, :func:`goal_constraint_targets`,
+    :func:`followed_targets`), each bone, object and driver list read once: for one ordering or one Live update, not
+    longer (nothing here tells when they change). The bones of a character share the bones above them, and a Rigify
+    rig's bones follow each other through hundreds of constraints and drivers."""
+
+    def __init__(self):
+        self._bones, self._drivers, self._objects = {}, {}, {}
+
+    def bone_targets(self, armature, bone_name):
+        """:func:`constraint_targets` (a list shared with later calls: kept as is)."""
+        pointer = armature.as_pointer()
+        path, found = [], []
+        pose_bone = armature.pose.bones.get(bone_name)
+        while pose_bone is not None:
+            known = self._bones.get((pointer, pose_bone.name))
+            if known is not None:
+                found = known
+                break
+            path.append(pose_bone)
+            pose_bone = pose_bone.parent
+        drivers = self._driver_targets(armature)[0] if path else None
+        for pose_bone in reversed(path):  # from the top down: a bone's own constraints and drivers, then its parents'
+            found = own_constraint_targets(pose_bone) + drivers.get(pose_bone.name, []) + found
+            self._bones[pointer, pose_bone.name] = found
+        return found
+
+    def _driver_targets(self, obj):
+        pointer = obj.as_pointer()
+        if pointer not in self._drivers:
+            self._drivers[pointer] = driver_targets(obj)
+        return self._drivers[pointer]
+
+    def object_targets(self, obj):
+        """What the active constraints and the drivers of ``obj`` itself follow."""
+        pointer = obj.as_pointer()
+        if pointer not in self._objects:
+            self._objects[pointer] = own_constraint_targets(obj) + self._driver_targets(obj)[1]
+        return self._objects[pointer]
+
+    def followed_by(self, obj, bone_name=""):
+        """What the active constraints and drivers that move ``obj`` (or its bone ``bone_name``) follow: those of the
+        bone and the bones above it, of the object and its parent objects, and of the bones those are parented to and
+        the bones above them."""
+        found = []
+        if bone_name and obj.type == "ARMATURE":
+            found += self.bone_targets(obj, bone_name)
+        while obj is not None:
+            found += self.object_targets(obj)
+            if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
+                found += self.bone_targets(obj.parent, obj.parent_bone)
+            obj = obj.parent
+        return found
 
 
-def _followed_by(obj, bone_name, bone_targets):
-    """What the active constraints and drivers that move ``obj`` (or its bone ``bone_name``) follow: those of the bone
-    and the bones above it, of the object and its parent objects, and of the bones those are parented to and the bones
-    above them."""
-    found = []
-    if bone_name and obj.type == "ARMATURE":
-        found += bone_targets(obj, bone_name)
-    while obj is not None:
-        found += own_constraint_targets(obj) + object_driver_targets(obj)
-        if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
-            found += bone_targets(obj.parent, obj.parent_bone)
-        obj = obj.parent
-    return found
-
-
-def goal_constraint_targets(spec, bone_targets=constraint_targets):
-    """What the active constraints of a chain's goals follow, as :func:`constraint_targets` does for its bones: those of
-    each goal object and its parent objects, of the bones they are parented to and the bones above those, and of a goal
-    bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when that chain is posed,
-    as one parented below it does (see :func:`order`). ``bone_targets``: :func:`constraint_targets`, or one
-    that remembers what it read."""
+def goal_constraint_targets(spec, reader=None):
+    """What the active constraints and drivers of a chain's goals follow, as :func:`constraint_targets` does for its
+    bones: those of each goal object and its parent objects, of the bones they are parented to and the bones above
+    those, and of a goal bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when
+    that chain is posed, as one parented below it does (see :func:`order`). ``reader``: a :class:`CouplingReader`."""
+    reader = reader or CouplingReader()
     found = []
     for _, obj, bone_name in spec.goals():
         if obj is not None:
-            found += _followed_by(obj, bone_name, bone_targets)
+            found += reader.followed_by(obj, bone_name)
     return found
 
 
-def followed_targets(targets, bone_targets=constraint_targets):
-    """``targets`` (``(object, bone name)`` pairs a constraint follows) and, through any number of steps, what the
-    constraints that move those follow in turn (a shoulder that copies a helper bone that copies a spine bone, as
-    Rigify's MCH bones do), each once. ``bone_targets``: see :func:`goal_constraint_targets`."""
+def followed_targets(targets, reader=None):
+    """``targets`` (``(object, bone name)`` pairs a constraint or driver follows) and, through any number of steps, what
+    the constraints and drivers that move those follow in turn (a shoulder that copies a helper bone that copies a spine
+    bone, as Rigify's MCH bones do), each once. ``reader``: a :class:`CouplingReader`."""
+    reader = reader or CouplingReader()
     found, seen, waiting = [], set(), list(targets)
     while waiting:
         obj, bone_name = waiting.pop()
@@ -427,7 +453,7 @@ def followed_targets(targets, bone_targets=constraint_targets):
             continue
         seen.add(key)
         found.append((obj, bone_name))
-        waiting += _followed_by(obj, bone_name, bone_targets)
+        waiting += reader.followed_by(obj, bone_name)
     return found
 
 
@@ -1392,13 +1418,13 @@ def order(armature, read, errors=None):
     # chain above at once (their first bones are the roots): asking chain by chain cost O(chains^2 x depth), 8.8 of 18
     # ms per Live update with 27 chains of Rigify's human metarig moving together.
     roots = {chain.names[0]: index for index, (_, chain) in enumerate(kept)}
-    before = []
+    before, reader = [], CouplingReader()
     for index, (spec, chain) in enumerate(kept):
         above = _roots_above(armature, roots, armature, chain.names[0])
         for _, obj, bone_name in spec.goals():
             above |= _roots_above(armature, roots, obj, bone_name)
-        for target, bone_name in followed_targets(constraint_targets(armature, chain.names[0])
-                                                  + goal_constraint_targets(spec)):
+        for target, bone_name in followed_targets(reader.bone_targets(armature, chain.names[0])
+                                                  + goal_constraint_targets(spec, reader), reader):
             above |= _roots_above(armature, roots, target, bone_name)
         before.append({roots[name] for name in above} - {index})
     levels, placed = [], set()

@@ -21,10 +21,9 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import (ChainError, base_rows, bone_driver_targets, chain_names, check_armature_scale, check_evaluated,
-                    check_target, constraint_targets, evaluate_now, followed_targets, forget_read_chains,
-                    goal_constraint_targets, order, own_constraint_targets, pose_chain, read_chain, set_rotation,
-                    solve_current, verify_pose, with_armature)
+from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
+                    check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets, order,
+                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -137,14 +136,14 @@ def _live_chains(armature):
 
 class _Reach:
     """What posing chains moves, for :func:`_moved_by`: whether a bone (or an object, through its parents) is at or
-    below one of the chains' first bones (``roots``), and what the constraints of a bone and the bones above it follow
-    (chain.constraint_targets). Each bone is read once per update: the idle chains of a character share the bones
-    above them, and walking up from each of them, once per moving chain, cost 1.1 of 3.4 ms per update with 27 chains
-    of Rigify's human metarig live and one target moved."""
+    below one of the chains' first bones (``roots``); ``reader`` (chain.CouplingReader) tells what constraints and
+    drivers follow. Each bone is read once per update: the idle chains of a character share the bones above them, and
+    walking up from each of them, once per moving chain, cost 1.1 of 3.4 ms per update with 27 chains of Rigify's human
+    metarig live and one target moved."""
 
     def __init__(self, armature, roots):
         self.armature, self.roots = armature, set(roots)
-        self._below, self._targets, self._drivers = {}, {}, None
+        self._below, self.reader = {}, CouplingReader()
 
     def add_roots(self, roots):
         self.roots.update(roots)
@@ -178,26 +177,6 @@ class _Reach:
             obj = obj.parent
         return False
 
-    def constraint_targets(self, armature, bone_name):
-        """chain.constraint_targets, each bone's constraints read once (a list shared with later calls: kept as is)."""
-        if armature != self.armature:
-            return constraint_targets(armature, bone_name)
-        path, found = [], []
-        pose_bone = armature.pose.bones.get(bone_name)
-        while pose_bone is not None:
-            known = self._targets.get(pose_bone.name)
-            if known is not None:
-                found = known
-                break
-            path.append(pose_bone)
-            pose_bone = pose_bone.parent
-        if path and self._drivers is None:
-            self._drivers = bone_driver_targets(armature)
-        for pose_bone in reversed(path):  # from the top down: a bone's own constraints' targets, then its parents'
-            found = own_constraint_targets(pose_bone) + self._drivers.get(pose_bone.name, []) + found
-            self._targets[pose_bone.name] = found
-        return found
-
 
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
@@ -214,8 +193,8 @@ def _moved_by(armature, moving, idle):
             if (reach.moves(armature, chain.names[0])
                     or any(reach.moves(obj, bone_name) for _, obj, bone_name in spec.goals())
                     or any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
-                        reach.constraint_targets(armature, chain.names[0])
-                        + goal_constraint_targets(spec, reach.constraint_targets), reach.constraint_targets))):
+                        reach.reader.bone_targets(armature, chain.names[0])
+                        + goal_constraint_targets(spec, reach.reader), reach.reader))):
                 moved.append((spec, key, inputs, chain))
         if not moved:
             break
