@@ -194,3 +194,38 @@ def test_a_chain_driven_by_another_chain_is_solved_after_it(blender, mode, how):
             assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
         assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
+
+
+def _bake_script():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "bake_ik.py")
+    spec = importlib.util.spec_from_file_location("bake_ik_review12", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+@pytest.mark.parametrize("how", ["target", "armature"])
+def test_the_bake_script_bakes_an_armature_pinned_to_another_by_a_constraint_after_it(blender, how):
+    """scripts/bake_ik.py bakes an armature whose goals hang from another armature's baked chain after that one (its
+    bake reads the other's new keys). A prop or a partner pinned by a Child Of (on the target, or on the armature
+    object itself) rather than parented was baked in scene order, first, against the other's old pose."""
+    bpy = blender
+    from test_chains import build_body
+    body = build_body(bpy, name="Body")
+    lead = build_body(bpy, name="Lead")
+    lead.location.x = 0.9
+    bpy.context.view_layer.update()
+    held = add_empty("Held", tuple(body.matrix_world @ body.pose.bones["hand.R"].tail))
+    pinned = held if how == "target" else body
+    constraint = pinned.constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = lead, "hand.L"
+    constraint.inverse_matrix = (lead.matrix_world @ lead.pose.bones["hand.L"].matrix).inverted()
+    chain = body.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand.R", "hand.R", held
+    chain = lead.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand.L", "hand.L", add_empty("Lead_goal")
+    bpy.context.view_layer.update()
+    jobs = [(body, None, None), (lead, None, None)]
+    assert [job[0].name for job in _bake_script()._in_dependency_order(jobs)] == ["Lead", "Body"]
