@@ -1415,8 +1415,8 @@ def order(armature, read, errors=None):
         kept = [(spec, chain) for spec, chain in kept if spec not in errors]
 
     # before[i]: the chains (indices into kept) that must be solved before chain i. Each walk up the parents finds every
-    # chain above at once (their first bones are the roots): asking chain by chain cost O(chains^2 x depth), 8.8 of 18
-    # ms per Live update with 27 chains of Rigify's human metarig moving together.
+    # chain above at once (their first bones are the roots): asking chain by chain cost O(chains^2 x depth), 5.4 of 11.2
+    # ms per Live update with 27 chains of Rigify's human metarig, the spine's target moved (0.6 ms this way).
     roots = {chain.names[0]: index for index, (_, chain) in enumerate(kept)}
     before, reader = [], CouplingReader()
     for index, (spec, chain) in enumerate(kept):

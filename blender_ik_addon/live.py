@@ -138,8 +138,8 @@ class _Reach:
     """What posing chains moves, for :func:`_moved_by`: whether a bone (or an object, through its parents) is at or
     below one of the chains' first bones (``roots``); ``reader`` (chain.CouplingReader) tells what constraints and
     drivers follow. Each bone is read once per update: the idle chains of a character share the bones above them, and
-    walking up from each of them, once per moving chain, cost 1.1 of 3.4 ms per update with 27 chains of Rigify's human
-    metarig live and one target moved."""
+    walking up from each of them, once per moving chain, cost 0.65 of 1.8 ms per update with 27 chains of Rigify's
+    human metarig live and a foot's target moved (0.38 ms this way)."""
 
     def __init__(self, armature, roots):
         self.armature, self.roots = armature, set(roots)
