@@ -282,6 +282,30 @@ def _below(armature, bone_name, roots):
     return None
 
 
+def _roots_above(armature, roots, obj, bone_name=""):
+    """The bones of ``roots`` (names) of ``armature`` that ``obj`` (or its bone ``bone_name``) is or hangs from, through
+    any parents: every one of them, where :func:`hangs_below` stops at the first."""
+    found = set()
+
+    def walk(name):
+        bone = armature.data.bones.get(name)
+        while bone is not None:
+            if bone.name in roots:
+                found.add(bone.name)
+            bone = bone.parent
+
+    if obj is None:
+        return found
+    if obj == armature and bone_name:
+        walk(bone_name)
+        return found
+    while obj is not None:
+        if obj.parent == armature and obj.parent_type == "BONE":
+            walk(obj.parent_bone)
+        obj = obj.parent
+    return found
+
+
 def moves_with_chain(chain, obj, bone_name=""):
     """The chain bone that ``obj`` (or its bone ``bone_name``) hangs from, through any parents, or None.
 
@@ -305,25 +329,132 @@ def hangs_below(armature, first_bone, obj, bone_name=""):
 
 
 def constraint_targets(armature, bone_name):
-    """What the active constraints of bone ``bone_name`` of ``armature`` and of the bones above it follow, as ``(object,
-    bone name)`` pairs: what moves the bone other than its parents (see :func:`follows_chain`)."""
+    """What the active constraints and drivers of bone ``bone_name`` of ``armature`` and of the bones above it follow
+    (read), as ``(object, bone name)`` pairs: what moves the bone other than its parents (see :func:`order`)."""
+    return CouplingReader().bone_targets(armature, bone_name)
+
+
+def own_constraint_targets(owner):
+    """What the active constraints of one object or pose bone follow, as ``(object, bone name)`` pairs: their target,
+    pole target and (an Armature constraint's) targets."""
     found = []
-    pose_bone = armature.pose.bones.get(bone_name)
-    while pose_bone is not None:
-        for constraint in pose_bone.constraints:
-            target = getattr(constraint, "target", None)
-            if target is not None and _constraint_active(constraint):
-                found.append((target, getattr(constraint, "subtarget", "")))
-        pose_bone = pose_bone.parent
+    for constraint in owner.constraints:
+        if not _constraint_active(constraint):
+            continue
+        pairs = [(getattr(constraint, "target", None), getattr(constraint, "subtarget", "")),
+                 (getattr(constraint, "pole_target", None), getattr(constraint, "pole_subtarget", ""))]
+        pairs += [(target.target, target.subtarget) for target in getattr(constraint, "targets", ())]
+        found += [(target, subtarget or "") for target, subtarget in pairs if target is not None]
     return found
 
 
-def follows_chain(chain, targets):
-    """Whether a bone whose :func:`constraint_targets` are ``targets`` moves when ``chain`` is posed though it does not
-    hang below it: one of those constraints follows something that does (a shoulder that copies the rotation of a spine
-    chain's bone). One step of such coupling: a target that itself follows the chain through constraints is not looked
-    for."""
-    return any(moves_with_chain(chain, target, bone_name) is not None for target, bone_name in targets)
+def _driver_reads(driver):
+    """The objects (and bones) the variables of an F-curve's driver read, as ``(object, bone name)`` pairs."""
+    if driver.mute:
+        return []
+    found = []
+    for variable in driver.driver.variables:
+        for target in variable.targets:
+            if target.id is not None and getattr(target, "id_type", "OBJECT") == "OBJECT":
+                found.append((target.id, target.bone_target or _bone_of_path(target.data_path or "") or ""))
+    return found
+
+
+def driver_targets(obj):
+    """What the drivers of ``obj`` read: ``({bone name: [(object, bone name)]}, [(object, bone name)])``, for the drivers
+    of each of its bones and for those of the object itself (a bone whose rotation a driver takes from another chain's
+    bone moves when that chain is posed, as one that copies it by a constraint)."""
+    bones, own = {}, []
+    data = obj.animation_data
+    for driver in data.drivers if data is not None else ():
+        bone = _bone_of_path(driver.data_path)
+        (own if bone is None else bones.setdefault(bone, [])).extend(_driver_reads(driver))
+    return bones, own
+
+
+class CouplingReader:
+    """What constraints and drivers follow (:func:`constraint_targets`, :func:`goal_constraint_targets`,
+    :func:`followed_targets`), each bone, object and driver list read once: for one ordering or one Live update, not
+    longer (nothing here tells when they change). The bones of a character share the bones above them, and a Rigify
+    rig's bones follow each other through hundreds of constraints and drivers."""
+
+    def __init__(self):
+        self._bones, self._drivers, self._objects = {}, {}, {}
+
+    def bone_targets(self, armature, bone_name):
+        """:func:`constraint_targets` (a list shared with later calls: kept as is)."""
+        pointer = armature.as_pointer()
+        path, found = [], []
+        pose_bone = armature.pose.bones.get(bone_name)
+        while pose_bone is not None:
+            known = self._bones.get((pointer, pose_bone.name))
+            if known is not None:
+                found = known
+                break
+            path.append(pose_bone)
+            pose_bone = pose_bone.parent
+        drivers = self._driver_targets(armature)[0] if path else None
+        for pose_bone in reversed(path):  # from the top down: a bone's own constraints and drivers, then its parents'
+            found = own_constraint_targets(pose_bone) + drivers.get(pose_bone.name, []) + found
+            self._bones[pointer, pose_bone.name] = found
+        return found
+
+    def _driver_targets(self, obj):
+        pointer = obj.as_pointer()
+        if pointer not in self._drivers:
+            self._drivers[pointer] = driver_targets(obj)
+        return self._drivers[pointer]
+
+    def object_targets(self, obj):
+        """What the active constraints and the drivers of ``obj`` itself follow."""
+        pointer = obj.as_pointer()
+        if pointer not in self._objects:
+            self._objects[pointer] = own_constraint_targets(obj) + self._driver_targets(obj)[1]
+        return self._objects[pointer]
+
+    def followed_by(self, obj, bone_name=""):
+        """What the active constraints and drivers that move ``obj`` (or its bone ``bone_name``) follow: those of the
+        bone and the bones above it, of the object and its parent objects, and of the bones those are parented to and
+        the bones above them."""
+        found = []
+        if bone_name and obj.type == "ARMATURE":
+            found += self.bone_targets(obj, bone_name)
+        while obj is not None:
+            found += self.object_targets(obj)
+            if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
+                found += self.bone_targets(obj.parent, obj.parent_bone)
+            obj = obj.parent
+        return found
+
+
+def goal_constraint_targets(spec, reader=None):
+    """What the active constraints and drivers of a chain's goals follow, as :func:`constraint_targets` does for its
+    bones: those of each goal object and its parent objects, of the bones they are parented to and the bones above
+    those, and of a goal bone and the bones above it. A goal pinned to another chain's bone by a Child Of moves when
+    that chain is posed, as one parented below it does (see :func:`order`). ``reader``: a :class:`CouplingReader`."""
+    reader = reader or CouplingReader()
+    found = []
+    for _, obj, bone_name in spec.goals():
+        if obj is not None:
+            found += reader.followed_by(obj, bone_name)
+    return found
+
+
+def followed_targets(targets, reader=None):
+    """``targets`` (``(object, bone name)`` pairs a constraint or driver follows) and, through any number of steps, what
+    the constraints and drivers that move those follow in turn (a shoulder that copies a helper bone that copies a spine
+    bone, as Rigify's MCH bones do), each once. ``reader``: a :class:`CouplingReader`."""
+    reader = reader or CouplingReader()
+    found, seen, waiting = [], set(), list(targets)
+    while waiting:
+        obj, bone_name = waiting.pop()
+        key = (obj.as_pointer(), bone_name)
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append((obj, bone_name))
+        waiting += reader.followed_by(obj, bone_name)
+    return found
 
 
 def _ik_constraints(armature):
@@ -1255,9 +1386,9 @@ def read_all(armature, specs, now=True):
 
 def order(armature, read, errors=None):
     """Order validated chains (``(spec, Chain)`` pairs) for solving, as levels: a chain that hangs below
-    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones
-    follow that chain through a constraint (:func:`follows_chain`), comes in a later level, so it is solved on the pose
-    the other one gets.
+    another chain's bones (a finger chain under an arm chain), or whose target or pole does, or whose parent bones or
+    goals follow that chain through constraints (:func:`followed_targets`, :func:`goal_constraint_targets`), comes in a
+    later level, so it is solved on the pose the other one gets.
 
     Two chains sharing a bone, or chains hanging from each other in a loop, raise ChainError; given an
     ``errors`` dict, those chains are left out instead and their messages go to ``errors[spec]``."""
@@ -1283,18 +1414,19 @@ def order(armature, read, errors=None):
     if errors:
         kept = [(spec, chain) for spec, chain in kept if spec not in errors]
 
-    # before[i]: the chains (indices into kept) that must be solved before chain i.
-    before = []
-    for spec, chain in kept:
-        needs, targets = set(), constraint_targets(armature, chain.names[0])
-        for index, (_, other) in enumerate(kept):
-            if other is chain:
-                continue
-            if _below(armature, chain.names[0], set(other.names)) is not None or any(
-                    obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                    for _, obj, bone_name in spec.goals()) or follows_chain(other, targets):
-                needs.add(index)
-        before.append(needs)
+    # before[i]: the chains (indices into kept) that must be solved before chain i. Each walk up the parents finds every
+    # chain above at once (their first bones are the roots): asking chain by chain cost O(chains^2 x depth), 5.4 of 11.2
+    # ms per Live update with 27 chains of Rigify's human metarig, the spine's target moved (0.6 ms this way).
+    roots = {chain.names[0]: index for index, (_, chain) in enumerate(kept)}
+    before, reader = [], CouplingReader()
+    for index, (spec, chain) in enumerate(kept):
+        above = _roots_above(armature, roots, armature, chain.names[0])
+        for _, obj, bone_name in spec.goals():
+            above |= _roots_above(armature, roots, obj, bone_name)
+        for target, bone_name in followed_targets(reader.bone_targets(armature, chain.names[0])
+                                                  + goal_constraint_targets(spec, reader), reader):
+            above |= _roots_above(armature, roots, target, bone_name)
+        before.append({roots[name] for name in above} - {index})
     levels, placed = [], set()
     while len(placed) < len(kept):
         level = [index for index in range(len(kept)) if index not in placed and before[index] <= placed]

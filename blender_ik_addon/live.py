@@ -21,8 +21,8 @@ import bpy
 from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
-from .chain import (ChainError, base_rows, chain_names, check_armature_scale, check_evaluated, check_target,
-                    constraint_targets, evaluate_now, follows_chain, forget_read_chains, moves_with_chain, order,
+from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
+                    check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets, order,
                     pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
 
 # Runtime state only (nothing here is saved).
@@ -134,27 +134,73 @@ def _live_chains(armature):
     return [chain_settings for chain_settings in settings.chains if chain_settings.live and chain_settings.enabled]
 
 
+class _Reach:
+    """What posing chains moves, for :func:`_moved_by`: whether a bone (or an object, through its parents) is at or
+    below one of the chains' first bones (``roots``); ``reader`` (chain.CouplingReader) tells what constraints and
+    drivers follow. Each bone is read once per update: the idle chains of a character share the bones above them, and
+    walking up from each of them, once per moving chain, cost 0.65 of 1.8 ms per update with 27 chains of Rigify's
+    human metarig live and a foot's target moved (0.38 ms this way)."""
+
+    def __init__(self, armature, roots):
+        self.armature, self.roots = armature, set(roots)
+        self._below, self.reader = {}, CouplingReader()
+
+    def add_roots(self, roots):
+        self.roots.update(roots)
+        self._below.clear()  # a bone that did not move may now
+
+    def bone_moves(self, bone_name):
+        path, moves = [], False
+        bone = self.armature.data.bones.get(bone_name)
+        while bone is not None:
+            name = bone.name
+            if name in self._below:
+                moves = self._below[name]
+                break
+            path.append(name)
+            if name in self.roots:
+                moves = True
+                break
+            bone = bone.parent
+        self._below.update((name, moves) for name in path)
+        return moves
+
+    def moves(self, obj, bone_name=""):
+        """Whether ``obj`` (or its bone ``bone_name``) hangs from a bone at or below a root (chain.moves_with_chain)."""
+        if obj is None:
+            return False
+        if obj == self.armature and bone_name:
+            return self.bone_moves(bone_name)
+        while obj is not None:
+            if obj.parent == self.armature and obj.parent_type == "BONE" and self.bone_moves(obj.parent_bone):
+                return True
+            obj = obj.parent
+        return False
+
+
 def _moved_by(armature, moving, idle):
     """The chains of ``idle`` (``(spec, key, inputs)``: validated, inputs unchanged) that hang below a chain of
-    ``moving`` (about to be posed), or follow it through a constraint above them (chain.follows_chain), or whose target
-    or pole does, through any number of chains: their inputs change only once that chain is posed, which happens inside
-    Live's own paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
+    ``moving`` (about to be posed), or follow it through constraints or drivers above them (chain.followed_targets), or
+    whose target or pole does (hanging below it, or pinned to it by a constraint: chain.goal_constraint_targets),
+    through any number of chains: their inputs change only once that chain is posed, which happens inside Live's own
+    paused section, so no later update would show it. As ``solve_live``'s ``read`` entries, validated."""
     found, waiting = [], list(idle)
+    reach = _Reach(armature, {chain.names[0] for chain in moving})
     while waiting:
         moved = []
         for spec, key, inputs in waiting:
             chain = with_armature(_validated[key], armature)
-            targets = constraint_targets(armature, chain.names[0])
-            if any(moves_with_chain(other, armature, chain.names[0]) is not None
-                   or follows_chain(other, targets)
-                   or any(obj is not None and moves_with_chain(other, obj, bone_name) is not None
-                          for _, obj, bone_name in spec.goals()) for other in moving):
+            if (reach.moves(armature, chain.names[0])
+                    or any(reach.moves(obj, bone_name) for _, obj, bone_name in spec.goals())
+                    or any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
+                        reach.reader.bone_targets(armature, chain.names[0])
+                        + goal_constraint_targets(spec, reach.reader), reach.reader))):
                 moved.append((spec, key, inputs, chain))
         if not moved:
             break
         for spec, key, inputs, chain in moved:
             found.append((spec, chain, inputs, True))
-            moving.append(chain)
+        reach.add_roots(chain.names[0] for _, _, _, chain in moved)
         waiting = [entry for entry in waiting if all(entry[0] is not spec for spec, _, _, _ in moved)]
     return found
 

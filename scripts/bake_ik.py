@@ -375,9 +375,10 @@ def _file_chains(bpy, scene, args, path):
 
 def _in_dependency_order(jobs):
     """The jobs ``(armature, names, specs)`` with an armature whose chains, targets or poles hang from another
-    armature's baked chains after that one (a prop rig held in a character's hand): its bake reads the other's pose
-    as keyed, which must be the new keys. Otherwise (and in a loop) as given."""
-    from blender_ik_addon.chain import ChainError, chain_names, hangs_below
+    armature's baked chains, or follow them through constraints or drivers, after that one (a prop rig held in a
+    character's hand): its bake reads the other's pose as keyed, which must be the new keys. Otherwise (and in a loop)
+    as given."""
+    from blender_ik_addon.chain import ChainError, CouplingReader, chain_names, followed_targets, hangs_below
     from blender_ik_addon.props import chain_spec, selected_chains
 
     def specs_of(armature, names, specs):
@@ -387,7 +388,7 @@ def _in_dependency_order(jobs):
         return [chain_spec(c) for c in (selected_chains(armature) if names is None else
                                         [c for c in chains if c.name in names])]
 
-    firsts, moved = [], []
+    firsts, moved, reader = [], [], CouplingReader()
     for armature, names, specs in jobs:
         described = specs_of(armature, names, specs)
         heads = []
@@ -397,7 +398,11 @@ def _in_dependency_order(jobs):
             except ChainError:
                 pass  # refused by its own bake
         firsts.append(heads)
-        moved.append([(armature, "")] + [(obj, bone) for spec in described for _, obj, bone in spec.goals()])
+        seeds = [(armature, "")] + [(obj, bone) for spec in described for _, obj, bone in spec.goals()
+                                    if obj is not None]
+        # What those follow through constraints and drivers too (a prop's target pinned to a hand by a Child Of).
+        seeds += [(armature, head) for head in heads]
+        moved.append(followed_targets(seeds, reader))
 
     def needs(index, other):
         return other != index and any(obj is not None and hangs_below(jobs[other][0], head, obj, bone) is not None

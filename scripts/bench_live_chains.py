@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Live with many chains on a character: Rigify's human metarig, against as many IK constraints.
+
+    python scripts/bench_live_chains.py [--updates 60] [--rounds 5]
+
+Chains from Selected on up to 27 tips of the metarig (spine and neck, face, arms, fingers, legs), each target
+parented to its chain's parent bone (so it moves with the body, as an animator sets targets up). For 1, 8 and 27 chains,
+alternating in one run, Blender's IK constraints (chain length 3, the same targets) against Live:
+- one leaf target moved per update (a foot: nothing hangs below it), which shows what idle chains cost;
+- the spine's target moved (every chain above the legs hangs below it and is re-solved, in four levels);
+- every target moved.
+Each update is timed as ``view_layer.update()`` after the move; for Live a second update too (the one showing the
+pose, as bench_interactive counts it). Prints medians per update (ms), the best of the rounds, and their ratios.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _blender_script import leave, sandbox_user_files  # noqa: E402
+
+sandbox_user_files("blender_ik_bench_")  # before bpy is imported: Blender's user files stay out of home
+
+import bpy  # noqa: E402
+import addon_utils  # noqa: E402  (Blender's, importable once bpy is)
+import numpy as np  # noqa: E402
+
+import blender_ik_addon  # noqa: E402
+from blender_ik_addon import runtime  # noqa: E402
+from blender_ik_addon.keys import is_pose_bone_selected  # noqa: E402
+
+# In Chains from Selected's order of the metarig's bones; the first 1 and 8 are the smaller cases.
+TIPS = ("spine.003", "spine.006", "nose.004", "chin.001", "ear.L.004", "ear.R.004", "brow.B.L.003", "lid.B.L.003",
+        "brow.B.R.003", "lid.B.R.003", "brow.T.L.003", "brow.T.R.003", "tongue.002", "hand.L", "f_index.03.L",
+        "thumb.03.L", "f_middle.03.L", "f_ring.03.L", "f_pinky.03.L", "hand.R", "f_index.03.R", "thumb.03.R",
+        "f_middle.03.R", "f_ring.03.R", "f_pinky.03.R", "foot.L", "foot.R")
+COUNTS = (1, 8, 27)
+
+
+def _select(pose_bone, state):
+    setattr(pose_bone if hasattr(pose_bone, "select") else pose_bone.bone, "select", state)  # PoseBone's from 5.0
+
+
+def character(count):
+    """A new metarig with ``count`` chains (targets parented to the chains' parent bones) and, disabled, an IK
+    constraint per chain on the same target. Returns (armature, chain settings, IK constraints)."""
+    for obj in list(bpy.data.objects):  # the last count's character and targets
+        bpy.data.objects.remove(obj)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.view_layer.objects.active
+    bpy.ops.object.mode_set(mode="POSE")
+    for pose_bone in obj.pose.bones:
+        _select(pose_bone, pose_bone.name in TIPS[:count])
+    assert sum(is_pose_bone_selected(pose_bone) for pose_bone in obj.pose.bones) == count
+    bpy.ops.blender_ik.chains_from_selected()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.update()
+    constraints = []
+    for chain in obj.blender_ik.chains:
+        target, parent = chain.target, obj.pose.bones[chain.tip_bone].parent.parent.parent
+        if parent is not None:
+            world = target.matrix_world.copy()
+            target.parent, target.parent_type, target.parent_bone = obj, "BONE", parent.name
+            bpy.context.view_layer.update()
+            target.matrix_world = world
+        constraint = obj.pose.bones[chain.tip_bone].constraints.new("IK")
+        constraint.target, constraint.chain_count, constraint.enabled = target, 3, False
+        constraints.append(constraint)
+    bpy.context.view_layer.update()
+    return obj, list(obj.blender_ik.chains), constraints
+
+
+def use(method, chains, constraints):
+    for chain in chains:
+        chain.live = False
+    for constraint in constraints:
+        constraint.enabled = method == "ik"
+    bpy.context.view_layer.update()
+    for chain in chains:
+        chain.live = method == "live"
+    bpy.context.view_layer.update()
+
+
+def measure(method, targets, updates):
+    update = bpy.context.view_layer.update
+    times = np.empty(updates)
+    for index in range(updates):
+        for target in targets:
+            target.location.x += 0.002 if index % 2 else -0.002
+        start = time.perf_counter()
+        update()
+        if method == "live":
+            update()
+        times[index] = time.perf_counter() - start
+    return float(np.median(times))
+
+
+def check(obj, chains):
+    """(farthest tip of a chain whose read-out says 'reached', how many are out of reach) after the last update."""
+    bpy.context.view_layer.update()
+    farthest, out = 0.0, 0
+    for chain in chains:
+        if runtime.readout(obj, chain.name).status != "REACHED":
+            out += 1
+            continue
+        tip = obj.matrix_world @ obj.pose.bones[chain.tip_bone].tail
+        farthest = max(farthest, (tip - chain.target.matrix_world.translation).length)
+    return farthest, out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=60, help="target moves per measurement (60)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds; the best median counts (5)")
+    args = parser.parse_args()
+    print(f"bpy {bpy.app.version_string}; Rigify's human metarig; median per update (ms), best of {args.rounds} "
+          "alternating rounds")
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    addon_utils.enable("rigify", default_set=True)
+    blender_ik_addon.register()
+    for count in COUNTS:
+        obj, chains, constraints = character(count)
+        moves = {"a leaf target": [chains[-1].target], "the spine's target": [chains[0].target],
+                 "every target": [chain.target for chain in chains]}
+        best = {}
+        for method in ("ik", "live"):  # untimed: first calls set up what later calls reuse
+            use(method, chains, constraints)
+            measure(method, moves["every target"], 5)
+        for _ in range(args.rounds):
+            for method in ("ik", "live"):
+                use(method, chains, constraints)
+                for what, targets in moves.items():
+                    median = measure(method, targets, args.updates)
+                    best[method, what] = min(best.get((method, what), float("inf")), median)
+        use("live", chains, constraints)
+        off, out = check(obj, chains)
+        for what in moves:
+            if count == 1 and what != "a leaf target":
+                continue  # one chain: all three are the same move
+            ik, live = best["ik", what], best["live", what]
+            print(f"  {count:2d} chains, {what:19s} IK {ik * 1e3:6.2f}  Live {live * 1e3:6.2f}  {live / ik:5.1f}x")
+        print(f"  {count:2d} chains: with Live, the farthest tip said to reach its target is {off:.1e} from it; "
+              f"{out} out of reach (a straight limb's target at its tip, moved outward)")
+    blender_ik_addon.unregister()
+
+
+if __name__ == "__main__":
+    main()
+    leave(0)
