@@ -361,9 +361,9 @@ def _driver_reads(driver):
 
 
 def driver_targets(obj):
-    """What the drivers of ``obj`` read: ``({bone name: [(object, bone name)]}, [(object, bone name)])``, for the drivers
-    of each of its bones and for those of the object itself (a bone whose rotation a driver takes from another chain's
-    bone moves when that chain is posed, as one that copies it by a constraint)."""
+    """What the drivers of ``obj`` read: ``({bone name: [(object, bone name)]}, [(object, bone name)])``, for the
+    drivers of each of its bones and for those of the object itself (a bone whose rotation a driver takes from another
+    chain's bone moves when that chain is posed, as one that copies it by a constraint)."""
     bones, own = {}, []
     data = obj.animation_data
     for driver in data.drivers if data is not None else ():

@@ -71,8 +71,8 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its matrix, the chain's
-    parent bone's)."""
+    constraints, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its
+    matrix, the chain's parent bone's)."""
     try:
         names = chain_names(armature, tip_bone)
     except ChainError:
