@@ -1449,7 +1449,7 @@ def prepare(armature, specs, now=True):
 
 def pose_error(chain, solution, index=0):
     """How far the pose Blender evaluated is from a solve: (tip distance, last bone's angle), armature space."""
-    tip_bone = chain.pose_bones[2]
+    tip_bone = chain.armature.pose.bones[chain.names[2]]
     tip = tip_bone.tail
     direction = tip - tip_bone.head
     expected = Vector(solution.directions[index][2])
@@ -1468,9 +1468,11 @@ def verify_pose(chain, solution, index=0, middle=False):
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
                          "result in a way the add-on cannot follow; nothing was changed")
+    if not middle:
+        return
     joints = [Vector(joint) for joint in solution.joints[index]]
     reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
-    if middle and (joints[2] - joints[0]).length > 0.01 * reach:
+    if (joints[2] - joints[0]).length > 0.01 * reach:
         off = (chain.pose_bones[1].head - joints[1]).length
         if not off <= POSE_TOLERANCE * scale:
             raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {off:.3g} from where the solve put "
