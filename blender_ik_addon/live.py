@@ -239,7 +239,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             if key in _validated:
                 idle.append((spec, key, inputs))
             continue
-        if native_rig.is_active(armature, props.rig_key(chain_settings)):
+        if native_rig.built_chains(armature) and native_rig.is_active(armature, props.rig_key(chain_settings)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
             continue
         validated = not force and last is not None and last[0] == inputs[0] and key in _validated
