@@ -20,6 +20,42 @@ def arm_with_chain(bpy):
     return obj, chain
 
 
+def arm_and_chain_beside(bpy, loose=()):
+    """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, hanging from the root,
+    neither below the other, each reaching for its Empty (TA, TB), as Blender has evaluated it; ``loose``: more bones,
+    ``(name, head, tail)``, with no parent. Returns (object, (TA, TB))."""
+    from mathutils import Vector
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    parent = edit_bones.new("P")
+    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
+    for name, head, tail in loose:
+        bone = edit_bones.new(name)
+        bone.head, bone.tail = head, tail
+    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
+        bone = edit_bones.new(f"c{index + 1}")
+        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
+        bone.parent, bone.use_connect = parent, True
+        parent = bone
+    bpy.ops.object.mode_set(mode="OBJECT")
+    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
+        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
+    for name, tip, target in zip("AB", ("b3", "c3"), targets):
+        chain = obj.blender_ik.chains.add()
+        chain.name, chain.tip_bone, chain.target = name, tip, target
+    bpy.context.view_layer.update()
+    return obj, targets
+
+
+def tips_off(bpy, obj, targets, tips=("b3", "c3")):
+    """How far each tip is from its target, as Blender evaluates them (after an update)."""
+    bpy.context.view_layer.update()
+    return [(obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length
+            for tip, target in zip(tips, targets)]
+
+
 def chain_length_world(obj):
     return sum(obj.data.bones[f"b{i}"].length for i in (1, 2, 3)) * obj.matrix_world.median_scale
 

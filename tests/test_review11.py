@@ -4,7 +4,7 @@ them, judged by what Blender evaluates."""
 import numpy as np
 import pytest
 
-from rigs import add_empty, build_arm, readout
+from rigs import add_empty, arm_and_chain_beside, build_arm, readout, tips_off
 
 
 def _tip_off(bpy, obj, target):
@@ -190,36 +190,13 @@ def test_a_rig_record_damaged_by_hand_crashes_nothing(blender, capfd, text):
 
 
 def _coupled_chains(bpy):
-    """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, which copies the
-    rotation of A's b2 (as a shoulder that follows a spine bone): B's base moves whenever A is posed."""
-    from mathutils import Vector
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    edit_bones = obj.data.edit_bones
-    parent = edit_bones.new("P")
-    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
-    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
-        bone = edit_bones.new(f"c{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
-    bpy.ops.object.mode_set(mode="OBJECT")
+    """The arm's chain 'A' and a chain 'B' beside it on a bone P (rigs.arm_and_chain_beside), which copies the rotation
+    of A's b2 (as a shoulder that follows a spine bone): B's base moves whenever A is posed."""
+    obj, targets = arm_and_chain_beside(bpy)
     constraint = obj.pose.bones["P"].constraints.new("COPY_ROTATION")
     constraint.target, constraint.subtarget = obj, "b2"
-    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
-        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
-    for name, tip, target in zip("AB", ("b3", "c3"), targets):
-        chain = obj.blender_ik.chains.add()
-        chain.name, chain.tip_bone, chain.target = name, tip, target
     bpy.context.view_layer.update()
     return obj, targets
-
-
-def _tips_off(bpy, obj, targets):
-    bpy.context.view_layer.update()
-    return [(obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length
-            for tip, target in zip(("b3", "c3"), targets)]
 
 
 @pytest.mark.parametrize("how", ["live", "solve"])
@@ -238,7 +215,7 @@ def test_a_chain_whose_parent_follows_another_chain_through_a_constraint_is_solv
         if how == "solve":
             bpy.context.view_layer.update()
             assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
 
 
 def test_a_bake_of_a_chain_whose_parent_follows_another_chain_through_a_constraint(blender):
@@ -253,4 +230,4 @@ def test_a_bake_of_a_chain_whose_parent_follows_another_chain_through_a_constrai
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
     for frame in range(1, 11):
         bpy.context.scene.frame_set(frame)
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, frame
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, frame

@@ -2,7 +2,7 @@
 follow other chains, many live chains at once), judged by what Blender evaluates."""
 import pytest
 
-from rigs import add_empty, build_arm, readout
+from rigs import add_empty, arm_and_chain_beside, readout, tips_off
 
 
 def _chains_with_a_following_target(bpy, how):
@@ -10,27 +10,7 @@ def _chains_with_a_following_target(bpy, how):
     B's target follows A's last bone b3 through a constraint: a Child Of on the target Empty itself (``how`` "object",
     the way an animator pins a foot's or a hand's target to the chest), or on a bone H the target is parented to
     ("parent bone"). B's target moves whenever A is posed."""
-    from mathutils import Vector
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    edit_bones = obj.data.edit_bones
-    parent = edit_bones.new("P")
-    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
-    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
-        bone = edit_bones.new(f"c{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
-    helper = edit_bones.new("H")
-    helper.head, helper.tail = (1.5, 1.5, 0.0), (1.5, 1.5, 0.2)
-    bpy.ops.object.mode_set(mode="OBJECT")
-    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
-        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
-    for name, tip, target in zip("AB", ("b3", "c3"), targets):
-        chain = obj.blender_ik.chains.add()
-        chain.name, chain.tip_bone, chain.target = name, tip, target
-    bpy.context.view_layer.update()
+    obj, targets = arm_and_chain_beside(bpy, loose=[("H", (1.5, 1.5, 0.0), (1.5, 1.5, 0.2))])
     assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}  # pinned where A reaches its target
     bpy.context.view_layer.update()
     owner = targets[1] if how == "object" else obj.pose.bones["H"]
@@ -44,14 +24,8 @@ def _chains_with_a_following_target(bpy, how):
         bpy.context.view_layer.update()
         targets[1].matrix_world = matrix
     bpy.context.view_layer.update()
-    assert max(_tips_off(bpy, obj, targets)) < 1e-5
+    assert max(tips_off(bpy, obj, targets)) < 1e-5
     return obj, targets
-
-
-def _tips_off(bpy, obj, targets):
-    bpy.context.view_layer.update()
-    return [(obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length
-            for tip, target in zip(("b3", "c3"), targets)]
 
 
 @pytest.mark.parametrize("how", ["object", "parent bone"])
@@ -72,7 +46,7 @@ def test_a_chain_whose_target_follows_another_chain_through_a_constraint_is_solv
         if mode == "solve":
             bpy.context.view_layer.update()
             assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
 
@@ -88,36 +62,17 @@ def test_a_bake_of_a_chain_whose_target_follows_another_chain_through_a_constrai
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
     for frame in range(1, 11):
         bpy.context.scene.frame_set(frame)
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, frame
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, frame
 
 
 def _chains_coupled_in_two_steps(bpy):
     """Chain 'A' (b1 > b2 > b3) and chain 'B' (c1 > c2 > c3) on a bone P beside it. P copies the rotation of a helper
     bone H, which copies the rotation of A's b2 (as Rigify's MCH bones pass a spine bone's motion on): B's base moves
     whenever A is posed, through two constraints."""
-    from mathutils import Vector
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    edit_bones = obj.data.edit_bones
-    parent = edit_bones.new("P")
-    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
-    helper = edit_bones.new("H")
-    helper.head, helper.tail = (2.0, 2.0, 0.0), (2.0, 2.0, 0.2)
-    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
-        bone = edit_bones.new(f"c{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
-    bpy.ops.object.mode_set(mode="OBJECT")
+    obj, targets = arm_and_chain_beside(bpy, loose=[("H", (2.0, 2.0, 0.0), (2.0, 2.0, 0.2))])
     for owner, subtarget in (("H", "b2"), ("P", "H")):
         constraint = obj.pose.bones[owner].constraints.new("COPY_ROTATION")
         constraint.target, constraint.subtarget = obj, subtarget
-    targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
-        add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))
-    for name, tip, target in zip("AB", ("b3", "c3"), targets):
-        chain = obj.blender_ik.chains.add()
-        chain.name, chain.tip_bone, chain.target = name, tip, target
     bpy.context.view_layer.update()
     return obj, targets
 
@@ -137,7 +92,7 @@ def test_a_chain_following_another_through_two_constraints_is_solved_after_it(bl
         if mode == "solve":
             bpy.context.view_layer.update()
             assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
 
@@ -152,7 +107,7 @@ def test_constraints_following_each_other_in_a_loop_are_read_once(blender):
         chain.live = True
     targets[0].location.x -= 0.1
     bpy.context.view_layer.update()
-    assert _tips_off(bpy, obj, targets)[0] < 1e-5
+    assert tips_off(bpy, obj, targets)[0] < 1e-5
     assert readout(obj, "A").status == "REACHED"
 
 
@@ -192,7 +147,7 @@ def test_a_chain_driven_by_another_chain_is_solved_after_it(blender, mode, how):
         if mode == "solve":
             bpy.context.view_layer.update()
             assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
-        assert max(_tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
+        assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
 
