@@ -56,6 +56,33 @@ def tips_off(bpy, obj, targets, tips=("b3", "c3")):
             for tip, target in zip(tips, targets)]
 
 
+def drag_first_target(bpy, obj, targets, mode, step, moves=3):
+    """Move the first target along X by ``step``, ``moves`` times, with every chain live (``mode`` "live") or solving
+    them all after each move ("solve"); yields after each move, for the caller to judge the pose Blender shows."""
+    if mode == "live":
+        for chain in obj.blender_ik.chains:
+            chain.live = True
+    for _ in range(moves):
+        targets[0].location.x += step
+        if mode == "solve":
+            bpy.context.view_layer.update()
+            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+        yield
+
+
+def bake_first_target_moving(bpy, obj, targets, keys, frames):
+    """Key the first target's X at ``keys`` ((frame, x) pairs), bake ``frames`` (first, last) and yield each baked frame,
+    set, for the caller to judge the pose Blender plays."""
+    for frame, x in keys:
+        targets[0].location.x = x
+        targets[0].keyframe_insert("location", frame=frame)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.bake(frame_start=frames[0], frame_end=frames[1]) == {"FINISHED"}
+    for frame in range(frames[0], frames[1] + 1):
+        bpy.context.scene.frame_set(frame)
+        yield frame
+
+
 def chain_length_world(obj):
     return sum(obj.data.bones[f"b{i}"].length for i in (1, 2, 3)) * obj.matrix_world.median_scale
 

@@ -4,7 +4,8 @@ them, judged by what Blender evaluates."""
 import numpy as np
 import pytest
 
-from rigs import add_empty, arm_and_chain_beside, build_arm, readout, tips_off
+from rigs import (add_empty, arm_and_chain_beside, bake_first_target_moving, build_arm, drag_first_target, readout,
+                  tips_off)
 
 
 def _tip_off(bpy, obj, target):
@@ -207,14 +208,7 @@ def test_a_chain_whose_parent_follows_another_chain_through_a_constraint_is_solv
     its target after one move of the other chain's target (0.13 after three) while its read-out said 'reached'."""
     bpy = blender
     obj, targets = _coupled_chains(bpy)
-    if how == "live":
-        for chain in obj.blender_ik.chains:
-            chain.live = True
-    for _ in range(3):
-        targets[0].location.x -= 0.1
-        if how == "solve":
-            bpy.context.view_layer.update()
-            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    for _ in drag_first_target(bpy, obj, targets, how, -0.1):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
 
 
@@ -223,11 +217,5 @@ def test_a_bake_of_a_chain_whose_parent_follows_another_chain_through_a_constrai
     refused at frame 1 (1.32 off, 'something in the scene')."""
     bpy = blender
     obj, targets = _coupled_chains(bpy)
-    for frame, x in ((1, 0.9), (10, 0.5)):
-        targets[0].location.x = x
-        targets[0].keyframe_insert("location", frame=frame)
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
-    for frame in range(1, 11):
-        bpy.context.scene.frame_set(frame)
+    for frame in bake_first_target_moving(bpy, obj, targets, ((1, 0.9), (10, 0.5)), (1, 10)):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, frame

@@ -2,7 +2,7 @@
 follow other chains, many live chains at once), judged by what Blender evaluates."""
 import pytest
 
-from rigs import add_empty, arm_and_chain_beside, readout, tips_off
+from rigs import add_empty, arm_and_chain_beside, bake_first_target_moving, drag_first_target, readout, tips_off
 
 
 def _chains_with_a_following_target(bpy, how):
@@ -38,14 +38,7 @@ def test_a_chain_whose_target_follows_another_chain_through_a_constraint_is_solv
     the target 0.040 off."""
     bpy = blender
     obj, targets = _chains_with_a_following_target(bpy, how)
-    if mode == "live":
-        for chain in obj.blender_ik.chains:
-            chain.live = True
-    for _ in range(3):
-        targets[0].location.x -= 0.05
-        if mode == "solve":
-            bpy.context.view_layer.update()
-            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    for _ in drag_first_target(bpy, obj, targets, mode, -0.05):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
@@ -55,13 +48,7 @@ def test_a_bake_of_a_chain_whose_target_follows_another_chain_through_a_constrai
     """The bake solves in the same levels as Solve: every baked frame puts both tips on their targets."""
     bpy = blender
     obj, targets = _chains_with_a_following_target(bpy, how)
-    for frame, x in ((1, 0.9), (10, 0.75)):
-        targets[0].location.x = x
-        targets[0].keyframe_insert("location", frame=frame)
-    bpy.context.view_layer.objects.active = obj
-    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
-    for frame in range(1, 11):
-        bpy.context.scene.frame_set(frame)
+    for frame in bake_first_target_moving(bpy, obj, targets, ((1, 0.9), (10, 0.75)), (1, 10)):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, frame
 
 
@@ -84,14 +71,7 @@ def test_a_chain_following_another_through_two_constraints_is_solved_after_it(bl
     'reached', and Solve of both refused B (1.31 off, 'something in the scene')."""
     bpy = blender
     obj, targets = _chains_coupled_in_two_steps(bpy)
-    if mode == "live":
-        for chain in obj.blender_ik.chains:
-            chain.live = True
-    for _ in range(3):
-        targets[0].location.x -= 0.1
-        if mode == "solve":
-            bpy.context.view_layer.update()
-            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    for _ in drag_first_target(bpy, obj, targets, mode, -0.1):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
@@ -139,14 +119,7 @@ def test_a_chain_driven_by_another_chain_is_solved_after_it(blender, mode, how):
     else:
         _driven(targets[1], "location", obj, "b2", "1.5 + 0.2 * turn")
     bpy.context.view_layer.update()
-    if mode == "live":
-        for chain in obj.blender_ik.chains:
-            chain.live = True
-    for _ in range(3):
-        targets[0].location.x -= 0.1
-        if mode == "solve":
-            bpy.context.view_layer.update()
-            assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    for _ in drag_first_target(bpy, obj, targets, mode, -0.1):
         assert max(tips_off(bpy, obj, targets)) < 1e-5, readout(obj, "B")
         assert readout(obj, "B").status == "REACHED"
 
