@@ -9,12 +9,12 @@ from scenes import (ROTATION_MODES, add_empty, build_arm, random_direction, rand
                     reachable_target)
 
 
-def arm_with_chain(bpy):
-    """The arm (scenes.build_arm), active, with its chain 'arm' on b3 reaching for an Empty, as Blender has evaluated
-    it. Returns (object, chain settings)."""
+def arm_with_chain(bpy, name="arm", rotation=(0.0, 0.0, 0.0)):
+    """The arm (scenes.build_arm), active, with its chain ``name`` on b3 reaching for an Empty (turned by ``rotation``),
+    as Blender has evaluated it. Returns (object, chain settings)."""
     obj = build_arm()
     chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "arm", "b3", add_empty(location=(0.9, 0.3, 1.1))
+    chain.name, chain.tip_bone, chain.target = name, "b3", add_empty(location=(0.9, 0.3, 1.1), rotation=rotation)
     bpy.context.view_layer.objects.active = obj
     bpy.context.view_layer.update()
     return obj, chain
@@ -71,8 +71,8 @@ def drag_first_target(bpy, obj, targets, mode, step, moves=3):
 
 
 def bake_first_target_moving(bpy, obj, targets, keys, frames):
-    """Key the first target's X at ``keys`` ((frame, x) pairs), bake ``frames`` (first, last) and yield each baked frame,
-    set, for the caller to judge the pose Blender plays."""
+    """Key the first target's X at ``keys`` ((frame, x) pairs), bake ``frames`` (first, last) and yield each baked
+    frame, set, for the caller to judge the pose Blender plays."""
     for frame, x in keys:
         targets[0].location.x = x
         targets[0].keyframe_insert("location", frame=frame)

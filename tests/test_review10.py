@@ -208,6 +208,18 @@ def _pole_used_elsewhere(bpy, obj, pole, case):
     bpy.context.view_layer.update()
 
 
+def _hand_chain_with_pole(bpy):
+    """The body's left hand chain (Chains from Selected) bending toward a pole Empty. Returns (object, chain, pole)."""
+    from rigs import add_empty
+    obj = build_body(bpy)
+    _pose_mode(bpy, obj, {"hand.L"})
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains[0]
+    pole = add_empty("Pole", (1.0, 1.0, 1.2))
+    chain.plane, chain.pole = "POLE", pole
+    return obj, chain, pole
+
+
 @pytest.mark.parametrize("case", ["keyed", "constrained", "driven", "other_armature", "parent_of_something",
                                   "bone_constraint_target"])
 def test_place_pole_never_moves_a_pole_that_something_else_moves_or_uses(blender, case):
@@ -216,13 +228,7 @@ def test_place_pole_never_moves_a_pole_that_something_else_moves_or_uses(blender
     here), a constrained or driven one was not where it was put (the chain moved 7 to 14 mm on the next Solve), and
     another armature's chain, a child object or a bone's constraint that uses the pole moved with it."""
     bpy = blender
-    from rigs import add_empty
-    obj = build_body(bpy)
-    _pose_mode(bpy, obj, {"hand.L"})
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
-    chain = obj.blender_ik.chains[0]
-    pole = add_empty("Pole", (1.0, 1.0, 1.2))
-    chain.plane, chain.pole = "POLE", pole
+    obj, chain, pole = _hand_chain_with_pole(bpy)
     chain.target.location += __import__("mathutils").Vector((0.02, -0.05, 0.03))
     _pole_used_elsewhere(bpy, obj, pole, case)
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
@@ -250,14 +256,8 @@ def test_place_pole_moves_the_pole_a_built_rig_follows(blender):
     """The chain's own built rig follows its pole: Place Pole moves that pole (the rig stays current, the chain does
     not move) rather than making a new one, which would leave the rig out of date."""
     bpy = blender
-    from rigs import add_empty
     from blender_ik_addon.ops import rig_state
-    obj = build_body(bpy)
-    _pose_mode(bpy, obj, {"hand.L"})
-    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
-    chain = obj.blender_ik.chains[0]
-    pole = add_empty("Pole", (1.0, 1.0, 1.2))
-    chain.plane, chain.pole = "POLE", pole
+    obj, chain, pole = _hand_chain_with_pole(bpy)
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
     bpy.context.view_layer.update()
     tails = {n: (obj.matrix_world @ obj.pose.bones[n].tail).copy() for n in ("upper_arm.L", "forearm.L", "hand.L")}

@@ -4,8 +4,8 @@ them, judged by what Blender evaluates."""
 import numpy as np
 import pytest
 
-from rigs import (add_empty, arm_and_chain_beside, bake_first_target_moving, build_arm, drag_first_target, readout,
-                  tips_off)
+from rigs import (add_empty, arm_and_chain_beside, arm_with_chain, bake_first_target_moving, build_arm,
+                  drag_first_target, readout, tips_off)
 
 
 def _tip_off(bpy, obj, target):
@@ -141,12 +141,8 @@ def test_removing_a_rig_edit_mode_cannot_reach_changes_nothing(blender, operator
     still listed the rig and its bones stayed, so it showed as built and followed nothing (9 constraints -> 2, 2
     drivers -> 0). Refused, it must change nothing."""
     bpy = blender
-    obj = build_arm()
-    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
-    chain = obj.blender_ik.chains.add()
-    chain.name = chain.tip_bone = "b3"
-    chain.target = target
-    bpy.context.view_layer.objects.active = obj
+    obj, chain = arm_with_chain(bpy, name="b3", rotation=(0.2, 0.4, 0.1))
+    target = chain.target
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
     chain.live = True  # (Live refuses a chain with a rig; the setting stays on, and a refusal must leave it on)
     before = _rig_state(obj)
@@ -169,12 +165,8 @@ def test_a_rig_record_damaged_by_hand_crashes_nothing(blender, capfd, text):
     subscriptable, KeyError 'constraints')."""
     bpy = blender
     from blender_ik_addon import native_rig
-    obj = build_arm()
-    target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
-    chain = obj.blender_ik.chains.add()
-    chain.name = chain.tip_bone = "b3"
-    chain.target = target
-    bpy.context.view_layer.objects.active = obj
+    obj, chain = arm_with_chain(bpy, name="b3", rotation=(0.2, 0.4, 0.1))
+    target = chain.target
     obj[native_rig.RECORD] = text
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     assert _tip_off(bpy, obj, target) < 1e-5
