@@ -17,7 +17,7 @@ import pytest
 
 from rigs import add_empty, build_arm
 from test_bake import animate_target, check_replay, rotation_keys
-from test_chains import LIMBS, build_body, fk_goal, limb_length, select_tips, tip_error
+from test_chains import LIMBS, body_held_by_lead, build_body, fk_goal, limb_length, select_tips, tip_error
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
@@ -561,20 +561,12 @@ def test_an_armature_held_by_another_is_baked_after_it(blender, work):
     """'Body' comes first in the scene, but its right hand's target is held by 'Lead''s left hand, whose chain the
     same run bakes: Body's bake must read Lead's new keys, so it runs after Lead's."""
     bpy = blender
-    body = build_body(bpy, name="Body")
-    lead = build_body(bpy, name="Lead")
-    lead.location.x = 0.9
-    bpy.context.view_layer.update()
-    held = add_empty("Held", tuple(body.matrix_world @ body.pose.bones["hand.R"].tail))
+    body, lead, held = body_held_by_lead(bpy)
     world = held.matrix_world.copy()
     held.parent, held.parent_type, held.parent_bone = lead, "BONE", "hand.L"
     bpy.context.view_layer.update()
     held.matrix_world = world
-    chain = body.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "hand.R", "hand.R", held
-    chain = lead.blender_ik.chains.add()
-    chain.name, chain.tip_bone = "hand.L", "hand.L"
-    chain.target = add_empty("Lead_goal")
+    chain = lead.blender_ik.chains[0]
     rng = np.random.default_rng(3)
     for frame in range(1, BODY_FRAMES + 1):
         chain.target.matrix_world = fk_goal(bpy, lead, "hand.L", rng)

@@ -58,6 +58,22 @@ def build_body(bpy, name="Body", fingers=False, control=False):
     return obj
 
 
+def body_held_by_lead(bpy):
+    """Two bodies, 'Body' and 'Lead' beside it; Body's right hand chain reaches for an Empty 'Held' at its tip, Lead's
+    left hand chain for 'Lead_goal'. The caller makes Held follow Lead's hand (parenting, a constraint). Returns
+    (body, lead, held)."""
+    body = build_body(bpy, name="Body")
+    lead = build_body(bpy, name="Lead")
+    lead.location.x = 0.9
+    bpy.context.view_layer.update()
+    held = add_empty("Held", tuple(body.matrix_world @ body.pose.bones["hand.R"].tail))
+    chain = body.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand.R", "hand.R", held
+    chain = lead.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand.L", "hand.L", add_empty("Lead_goal")
+    return body, lead, held
+
+
 def limb_length(obj, tip):
     return sum(obj.data.bones[name].length for name in LIMBS.get(tip, ())) * obj.matrix_world.median_scale
 

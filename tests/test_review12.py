@@ -2,7 +2,7 @@
 follow other chains, many live chains at once), judged by what Blender evaluates."""
 import pytest
 
-from rigs import add_empty, arm_and_chain_beside, bake_first_target_moving, drag_first_target, readout, tips_off
+from rigs import arm_and_chain_beside, bake_first_target_moving, drag_first_target, readout, tips_off
 
 
 def _chains_with_a_following_target(bpy, how):
@@ -140,20 +140,12 @@ def test_the_bake_script_bakes_an_armature_pinned_to_another_by_a_constraint_aft
     bake reads the other's new keys). A prop or a partner pinned by a Child Of (on the target, or on the armature
     object itself) rather than parented was baked in scene order, first, against the other's old pose."""
     bpy = blender
-    from test_chains import build_body
-    body = build_body(bpy, name="Body")
-    lead = build_body(bpy, name="Lead")
-    lead.location.x = 0.9
-    bpy.context.view_layer.update()
-    held = add_empty("Held", tuple(body.matrix_world @ body.pose.bones["hand.R"].tail))
+    from test_chains import body_held_by_lead
+    body, lead, held = body_held_by_lead(bpy)
     pinned = held if how == "target" else body
     constraint = pinned.constraints.new("CHILD_OF")
     constraint.target, constraint.subtarget = lead, "hand.L"
     constraint.inverse_matrix = (lead.matrix_world @ lead.pose.bones["hand.L"].matrix).inverted()
-    chain = body.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "hand.R", "hand.R", held
-    chain = lead.blender_ik.chains.add()
-    chain.name, chain.tip_bone, chain.target = "hand.L", "hand.L", add_empty("Lead_goal")
     bpy.context.view_layer.update()
     jobs = [(body, None, None), (lead, None, None)]
     assert [job[0].name for job in _bake_script()._in_dependency_order(jobs)] == ["Lead", "Body"]
