@@ -235,14 +235,15 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             continue
         inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
-        if not force and last == inputs:
+        same_validation = last is not None and last[0] == inputs[0]  # compared once: it holds the chain's bones
+        if not force and same_validation and last[1] == inputs[1]:
             if key in _validated:
                 idle.append((spec, key, inputs))
             continue
         if native_rig.built_chains(armature) and native_rig.is_active(armature, props.rig_key(chain_settings)):
             errors[spec] = "It has a built rig, which follows the target by itself: turn Live off, or remove the rig"
             continue
-        validated = not force and last is not None and last[0] == inputs[0] and key in _validated
+        validated = not force and same_validation and key in _validated
         try:
             if validated:  # nothing validation reads changed: the chain read then is still the chain
                 if inputs[1][0] != last[1][0]:  # the armature's matrix is a "motion" input
