@@ -211,3 +211,22 @@ def test_the_first_bones_base_is_blenders_and_stays_put_while_it_turns(blender, 
         np.testing.assert_allclose(np.array(base @ rotation), np.array(first.matrix), rtol=0, atol=2e-6)
         bases.append(tuple(map(tuple, base)))
     assert len(set(bases)) == (6 if inherit_scale == "ALIGNED" else 1)
+
+
+@pytest.mark.parametrize("matrix", [
+    np.eye(3), 2.5 * np.eye(3), np.zeros((3, 3)), 1e-20 * np.eye(3), np.full((3, 3), np.nan), np.diag([np.inf, 1.0, 1.0]),
+    np.diag([1.0, 1.0, 1.0005]), np.diag([1.0, 1.0, 1.002]), np.diag([1.0, 1.0, -1.0]), [[1.0, 0.01, 0.0], [0.0, 1.0, 0.0],
+                                                                                          [0.0, 0.0, 1.0]],
+    *np.random.default_rng(3).normal(size=(20, 3, 3))])
+def test_one_matrixs_scale_check_on_floats_equals_the_batchs(blender, matrix):
+    """A constant armature's scale is checked on floats (chain._one_scale_deviation), a moving one's in numpy: the same
+    scale and the same verdicts, zero, NaN, infinite, just within and just past the tolerance alike."""
+    from blender_ik_addon import chain as chain_module
+
+    matrix = np.asarray(matrix, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        one = chain_module._scale_deviation(matrix[None])
+        batch = chain_module._scale_deviation(np.stack([matrix, np.eye(3)]))
+    assert [value.shape for value in one] == [(1,)] * 3
+    np.testing.assert_allclose(one[0], batch[0][:1], rtol=1e-15)  # NaN equals NaN here
+    assert one[1][0] == batch[1][0] and one[2][0] == batch[2][0]
