@@ -204,8 +204,8 @@ def frames(direction, normal):
 
 
 def _one_scale_deviation(matrix3):
-    """:func:`_scale_deviation` of one 3×3 (nested floats), on floats: numpy's dozen calls cost ~90 µs a bake for the one
-    matrix of a constant armature (issue 11: a short bake's fixed cost). The same tests, the same tolerances."""
+    """:func:`_scale_deviation` of one 3×3 (nested floats), on floats: numpy's dozen calls cost ~90 µs a bake for the
+    one matrix of a constant armature (issue 11: a short bake's fixed cost). The same tests, the same tolerances."""
     columns = list(zip(*matrix3))
     gram = [[sum(a * b for a, b in zip(left, right)) for right in columns] for left in columns]
     scale_squared = (gram[0][0] + gram[1][1] + gram[2][2]) / 3.0
@@ -988,6 +988,7 @@ class ChainSolve:
 
     rotations: object
     solution: object
+    goals: object = None  # solve_current's: the target's armature-space rows and the pole point (or None) it solved for
 
 
 def _columns(matrices3, single):
@@ -1382,7 +1383,40 @@ def solve_current(chain, spec, validated=False, base=None):
     solve = solve_one(chain, base, target, spec, pole)
     if solve.solution.degenerate[0]:  # the plane is undefined: keep the current one rather than the rest pose's
         solve = solve_one(chain, base, target, spec, pole, current_normal(chain))
+    solve.goals = target, pole
     return solve
+
+
+def shows_solve(armature, spec, shown):
+    """Whether Blender still shows what a read-out describes. ``shown``: :attr:`runtime.Readout.shown` of the solve (its
+    solution, the sample's index, the goals it solved for). As last evaluated, the tip bone must be where the solve put
+    it (as :func:`verify_pose` checks it) and the goals where they were: a target moved with Live off, a bone turned by
+    hand, the parent posed, a frame whose keys pose the chain otherwise all make the read-out a past one. A chain or goal
+    that cannot be read now is not shown either."""
+    solution, index, (target_was, pole_was) = shown
+    joints = [Vector(joint) for joint in solution.joints[index]]
+    size = max(sum((joints[link + 1] - joints[link]).length for link in range(3)), joints[3].length)
+    tip, direction = joints[3], Vector(solution.directions[index][2])
+    try:
+        tip_bone = armature.pose.bones.get(chain_names(armature, spec.tip_bone)[2])
+        target = goal_matrix(armature, spec.target, spec.target_bone, "target")
+        pole = goal_matrix(armature, spec.pole, spec.pole_bone, "pole") if spec.plane == "POLE" else None
+    except ChainError:
+        return False
+    if tip_bone is None or (pole is None) != (pole_was is None):
+        return False
+    reach = POSE_TOLERANCE * size
+    now = tip_bone.tail
+    along = now - tip_bone.head
+    angle = math.atan2(along.cross(direction).length, along.dot(direction))
+    if (now - tip).length > reach or angle > ANGLE_TOLERANCE:
+        return False
+    for row, was in zip(target[:3], target_was):
+        if any(abs(value - old) > POSE_TOLERANCE * (1.0 + abs(old)) for value, old in zip(row[:3], was[:3])):
+            return False  # turned or scaled: the up axis, the roll
+        if abs(row[3] - was[3]) > reach:
+            return False
+    return pole is None or all(abs(row[3] - old) <= reach for row, old in zip(pole[:3], pole_was))
 
 
 def read_all(armature, specs, now=True):

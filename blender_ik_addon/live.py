@@ -294,7 +294,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 runtime.store_error(armature, spec.label,
                                     str(error).replace("nothing was changed", "the pose was put back"))
                 continue
-            runtime.store_solution(armature, spec.label, solve.solution)
+            runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
             _validated[key] = chain
             posed += 1
         if refused:

@@ -142,7 +142,7 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
                              "the rig to pose with Solve")
         solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         for spec, chain, solve in solved:
-            runtime.store_solution(armature, spec.label, solve.solution)
+            runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
         pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]

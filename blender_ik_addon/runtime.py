@@ -16,6 +16,10 @@ class Readout:
     miss: float = 0.0  # armature-space distance from the tip to the target
     angles: tuple = ()  # the seed's angles (radians): yaw θy, θ0, θ1, wrist θ2, roll β
     message: str = ""  # the error, when status is ERROR
+    # What the solve posed and solved for, to tell whether Blender still shows it (chain.shows_solve): the solution, the
+    # sample's index in it and the goals it was solved for (chain.ChainSolve.goals); read only when drawn (a Live
+    # update would spend 4 µs copying them). Empty when not known.
+    shown: tuple = ()
 
 
 _readouts = {}  # (armature's session_uid, chain name) -> Readout
@@ -31,12 +35,15 @@ def _owner(armature):
     return armature.session_uid
 
 
-def store_solution(armature, chain_name, solution, index=0):
-    """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain."""
+def store_solution(armature, chain_name, solution, index=0, goals=None):
+    """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain.
+    ``goals``: the target's armature-space rows and the pole point (or None) it was solved for (chain.ChainSolve.goals),
+    for the read-out to tell when it has become a past one."""
     _readouts[(_owner(armature), chain_name)] = Readout(
         REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
         (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),
-         float(solution.theta2[index]), float(solution.roll[index])))
+         float(solution.theta2[index]), float(solution.roll[index])),
+        shown=() if goals is None else (solution, index, goals))
 
 
 def store_error(armature, chain_name, message):

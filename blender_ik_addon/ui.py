@@ -6,8 +6,9 @@ import bpy
 
 from . import runtime
 from .bake import scene_range
-from .chain import ChainError, chain_names
+from .chain import ChainError, chain_names, shows_solve
 from .ops import rig_state
+from .props import chain_spec
 from .report import distance_text
 
 STATUS_ICONS = {runtime.REACHED: "CHECKMARK", runtime.OUT_OF_REACH: "ORIENTATION_GLOBAL", runtime.ERROR: "ERROR"}
@@ -16,6 +17,13 @@ RIG_TEXT = {"BUILT": "Rig built: Blender evaluates this chain by itself",
             "STALE": "Rig out of date (a setting or the rest pose changed): Build Rig again",
             "MUTED": "Rig muted after a bake (the keys drive the chain): Build Rig to use it again"}
 ANGLE_LABELS = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
+PAST_ICON = "FILE_REFRESH"  # a read-out Blender no longer shows
+
+
+def _shown(armature, chain_settings, result):
+    """Whether Blender still shows the solve a read-out describes (an error describes no pose)."""
+    return result.status == runtime.ERROR or not result.shown or shows_solve(armature, chain_spec(chain_settings),
+                                                                             result.shown)
 
 
 class BLENDER_IK_UL_chains(bpy.types.UIList):
@@ -27,7 +35,10 @@ class BLENDER_IK_UL_chains(bpy.types.UIList):
         row.prop(item, "enabled", text="")
         row.prop(item, "name", text="", emboss=False, icon="BONE_DATA")
         result = runtime.readout(armature, item.name or item.tip_bone)
-        row.label(text="", icon=STATUS_ICONS.get(result.status, "BLANK1") if result else "BLANK1")
+        if result is None:
+            row.label(text="", icon="BLANK1")
+        else:
+            row.label(text="", icon=STATUS_ICONS[result.status] if _shown(armature, item, result) else PAST_ICON)
         rig = rig_state(armature, item)
         row.label(text="", icon=RIG_ICONS.get(rig, "BLANK1"))
         row.prop(item, "live", text="", emboss=False, icon="PAUSE" if item.live else "PLAY")
@@ -110,11 +121,12 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
         elif result.status == runtime.ERROR:
             box.label(text=result.message, icon="ERROR")
         else:
-            if result.status == runtime.REACHED:
-                box.label(text="Target reached", icon="CHECKMARK")
-            else:
-                box.label(text=f"Out of reach by {distance_text(context.scene, armature, result.miss)}",
-                          icon=STATUS_ICONS[result.status])
+            past = not _shown(armature, chain_settings, result)
+            if past:
+                box.label(text="Changed since the last solve: Solve again, or turn Live on", icon=PAST_ICON)
+            text = ("Target reached" if result.status == runtime.REACHED
+                    else f"Out of reach by {distance_text(context.scene, armature, result.miss)}")
+            box.label(text=f"Last solve: {text.lower()}" if past else text, icon=STATUS_ICONS[result.status])
             grid = box.grid_flow(columns=2, even_columns=True)
             for name, angle in zip(ANGLE_LABELS, result.angles):
                 grid.label(text=name)

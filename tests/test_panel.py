@@ -62,6 +62,22 @@ class FakeLayout:
         return FakeOperatorProperties(self.bpy, idname)
 
 
+def draw_panels(bpy, obj):
+    """Draw the panels and the chain list of armature ``obj`` on stand-in layouts: what they drew, as (kind, name)."""
+    from blender_ik_addon import ui
+    settings = obj.blender_ik
+    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
+    assert ui.VIEW3D_PT_blender_ik.poll(context)
+    log = []
+    for panel in (ui.VIEW3D_PT_blender_ik, ui.VIEW3D_PT_blender_ik_bake):
+        fake = types.SimpleNamespace(layout=FakeLayout(bpy, log))
+        panel.draw(fake, context)
+    for index, item in enumerate(settings.chains):
+        ui.BLENDER_IK_UL_chains.draw_item(None, context, FakeLayout(bpy, log), settings, item, 0, settings,
+                                          "active_chain_index", index)
+    return log
+
+
 ALL_OPERATORS = {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake", "blender_ik.chain_add",
                  "blender_ik.chain_remove", "blender_ik.chain_move", "blender_ik.chains_from_selected",
                  "blender_ik.chain_mirror", "blender_ik.place_pole", "blender_ik.build_rig"}
@@ -96,15 +112,7 @@ def test_panels_draw(blender, state):
         assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
         if state == "rig_stale":
             settings.up_axis = "X"
-    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
-    assert ui.VIEW3D_PT_blender_ik.poll(context)
-    log = []
-    for panel in (ui.VIEW3D_PT_blender_ik, ui.VIEW3D_PT_blender_ik_bake):
-        fake = types.SimpleNamespace(layout=FakeLayout(bpy, log))
-        panel.draw(fake, context)
-    for index, item in enumerate(settings.chains):
-        ui.BLENDER_IK_UL_chains.draw_item(None, context, FakeLayout(bpy, log), settings, item, 0, settings,
-                                          "active_chain_index", index)
+    log = draw_panels(bpy, obj)
     drawn = {name for kind, name in log if kind in ("prop", "prop_search")}
     assert {"bake_step", "bake_output", "chains"} <= drawn
     assert (CHAIN_SETTINGS <= drawn) == (state != "no_chains")
@@ -181,3 +189,64 @@ def test_bake_dialog_shows_every_setting_and_greys_out_what_samples_ignore(blend
     assert sorted(names) == sorted(name for name in rna.keys() if name != "rna_type")
     greyed = {name for name, active in shown if not active}
     assert greyed == ({"step", "interpolation"} if output == "SAMPLES" else set())
+
+
+@pytest.mark.parametrize("change, past", [
+    ("nothing", False), ("target moved", True), ("target turned", True), ("target moved and back", False),
+    ("tip bone turned", True), ("parent bone posed", True), ("armature moved", True), ("pole moved", True),
+    ("target deleted", True), ("live, target moved", False), ("out of reach, nothing", False),
+    ("out of reach, target moved", True)])
+def test_a_read_out_blender_no_longer_shows_says_so(blender, change, past):
+    """A read-out describes a solve: once Blender shows something else (the target moved with Live off, a bone turned
+    by hand, the chain's parent posed) its check mark would claim a pose that is not there. The panel says the result
+    is a past one, and the list shows it, until a solve (or Live) makes it current again."""
+    bpy = blender
+    from blender_ik_addon import ui
+    obj = build_arm()
+    obj.pose.bones["root"].rotation_mode = "XYZ"
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone = "b3"
+    far = change.startswith("out of reach")
+    settings.target = target = add_empty(location=(9.0, 0.0, 0.0) if far else (0.8, 0.2, 1.0))
+    settings.plane, settings.pole = "POLE", add_empty("Pole", (0, 2, 1))
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    if change.startswith("live"):
+        settings.live = True
+        bpy.context.view_layer.update()
+    if "target moved" in change:
+        target.location.x += 0.05
+    if change == "target moved and back":
+        bpy.context.view_layer.update()
+        target.location.x -= 0.05
+    if change == "target turned":
+        target.rotation_euler.z += 0.1
+    if change == "tip bone turned":
+        obj.pose.bones["b3"].rotation_quaternion = (0.99, 0.1, 0.0, 0.0)
+    if change == "parent bone posed":
+        obj.pose.bones["root"].rotation_euler.x = 0.1
+    if change == "armature moved":
+        obj.location.y += 0.1
+    if change == "pole moved":
+        settings.pole.location.x += 0.3
+    if change == "target deleted":
+        bpy.data.objects.remove(target)
+    bpy.context.view_layer.update()
+    log = draw_panels(bpy, obj)
+    labels = " ".join(name for kind, name in log if kind == "label")
+    icons = [icon for kind, icon in log if kind == "icon"]
+    status = "out of reach by" if far else "target reached"
+    assert ("Changed since the last solve" in labels) == past
+    assert (f"Last solve: {status}" in labels) == past
+    assert (status.capitalize() in labels) != past
+    assert (ui.PAST_ICON in icons) == past
+    if not past:  # what the read-out claims is what Blender shows
+        tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+        assert far or (tip - target.matrix_world.translation).length < 1e-5
+    if change == "target deleted":
+        with pytest.raises(RuntimeError, match="Set the target"):
+            bpy.ops.blender_ik.solve()
+    else:  # solved again: current
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    labels = " ".join(name for kind, name in draw_panels(bpy, obj) if kind == "label")
+    assert ("Changed since the last solve" in labels) == (change == "target deleted")
