@@ -32,3 +32,35 @@ def test_live_follows_in_a_scene_made_by_full_copy(blender, move):
         bpy.context.scene.frame_set(5)
     assert tips_off(bpy, copy, [copied_target], ["b3"])[0] < 1e-5
     assert readout(copy, "arm").status == "REACHED"
+
+
+@pytest.mark.parametrize("live_on", ["original", "both"])
+def test_renaming_a_chain_bone_in_edit_mode_of_a_linked_duplicate(blender, capfd, live_on):
+    """An Alt+D duplicate shares the Armature datablock: renaming a chain bone in Edit Mode of the duplicate renames
+    the original's pose bone at once, its bone only on leaving Edit Mode. Live on the original (in Object Mode) read
+    the chain by the old name and raised KeyError from the update handler on every update ('key "b3" not found'), its
+    read-out still 'reached'. It waits for Edit Mode to end, as it does on the armature being edited, and says why."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    chain.live = True
+    for each in bpy.context.view_layer.objects:
+        each.select_set(each == obj)
+    assert bpy.ops.object.duplicate(linked=True) == {"FINISHED"}
+    copy = bpy.context.active_object
+    assert copy != obj and copy.data == obj.data
+    copy.blender_ik.chains[0].live = live_on == "both"
+    copy.location.y += 0.5
+    bpy.context.view_layer.update()
+    capfd.readouterr()
+    bpy.ops.object.mode_set(mode="EDIT")
+    copy.data.edit_bones["b3"].name = "hand"
+    chain.target.location.x -= 0.2
+    bpy.context.view_layer.update()
+    assert "Traceback" not in capfd.readouterr().err
+    assert readout(obj, "arm").status == "ERROR" and "Edit Mode" in readout(obj, "arm").message
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.update()
+    assert "Traceback" not in capfd.readouterr().err
+    assert obj.blender_ik.chains[0].tip_bone == copy.blender_ik.chains[0].tip_bone == "hand"
+    assert tips_off(bpy, obj, [chain.target], ["hand"])[0] < 1e-5
+    assert readout(obj, "arm").status == "REACHED"
