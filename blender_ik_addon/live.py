@@ -31,7 +31,7 @@ _live = set()  # names of armature objects with a live chain
 _stale = [True]  # _live must be rebuilt before use
 _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
-_armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone) when read, its _armature_inputs)
+_armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object) when read, _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
 
@@ -97,7 +97,9 @@ def _armature_inputs(armature, tip_bone):
         # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).
         chain = (names, tuple(read), parent and (parent.name, parent.bone.matrix_local.copy()))
         parent = parent.matrix.copy() if parent is not None else None
-    state = (armature.mode, armature.data.pose_position, _drivers(armature))
+    # The object itself too: Live's state is keyed by the armature's name, which a replacement may take (the character
+    # removed and appended again by a script), reading the same as the one solved last.
+    state = (armature.session_uid, armature.mode, armature.data.pose_position, _drivers(armature))
     return (chain, state), (_matrix(armature), parent)
 
 
@@ -120,12 +122,12 @@ def _read_armature(key, armature, tip_bone, updated):
     the depsgraph update at hand (``updated``: the pointers of the IDs it lists; None when unknown) does not
     list the armature or its data, and no paused section (an operator's) ended since, which could have
     changed them out of the handler's sight."""
-    known = _armature_read.get(key)
-    if (updated is not None and known is not None and known[0] == (runtime.pauses(), tip_bone)
+    known, when = _armature_read.get(key), (runtime.pauses(), tip_bone, armature.session_uid)
+    if (updated is not None and known is not None and known[0] == when
             and armature.as_pointer() not in updated and armature.data.as_pointer() not in updated):
         return known[1]
     read = _armature_inputs(armature, tip_bone)
-    _armature_read[key] = (runtime.pauses(), tip_bone), read
+    _armature_read[key] = when, read
     return read
 
 

@@ -64,3 +64,36 @@ def test_renaming_a_chain_bone_in_edit_mode_of_a_linked_duplicate(blender, capfd
     assert obj.blender_ik.chains[0].tip_bone == copy.blender_ik.chains[0].tip_bone == "hand"
     assert tips_off(bpy, obj, [chain.target], ["hand"])[0] < 1e-5
     assert readout(obj, "arm").status == "REACHED"
+
+
+@pytest.mark.parametrize("old", ["removed", "renamed"])
+def test_live_solves_a_character_replaced_by_one_of_the_same_name(blender, tmp_path, old):
+    """A pipeline script updates the character in a shot: the live armature 'Arm' is removed (or renamed out of the
+    way), the library's 'Arm' is appended in its place, its chain pointed at the shot's target. Live kept what it knew
+    by the armature's name: the new armature's chain read exactly as the old one's last solve (same bones, settings,
+    target and matrices), so it was taken as solved and left in the library's pose, 0.62 from the target, until the
+    target moved."""
+    from blender_ik_addon import runtime
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    target = chain.target
+    with runtime.paused():
+        chain.live = True
+        library = tmp_path / "character.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(library), copy=True)  # Live on, in its rest pose
+    chain.live = False
+    chain.live = True  # solves at once
+    assert tips_off(bpy, obj, [target], ["b3"])[0] < 1e-5
+    if old == "removed":
+        bpy.data.objects.remove(obj)
+    else:
+        obj.name = "Arm_old"
+    with bpy.data.libraries.load(str(library)) as (_, appended):
+        appended.objects = ["Arm"]
+    new = appended.objects[0]
+    bpy.context.scene.collection.objects.link(new)
+    new.blender_ik.chains[0].target = target
+    assert new.name == "Arm" and new.blender_ik.chains[0].live
+    bpy.context.view_layer.update()
+    assert tips_off(bpy, new, [target], ["b3"])[0] < 1e-5
+    assert readout(new, "arm").status == "REACHED"
