@@ -97,3 +97,38 @@ def test_live_solves_a_character_replaced_by_one_of_the_same_name(blender, tmp_p
     bpy.context.view_layer.update()
     assert tips_off(bpy, new, [target], ["b3"])[0] < 1e-5
     assert readout(new, "arm").status == "REACHED"
+
+
+@pytest.mark.parametrize("how", ["rebuilt", "removed_and_built"])
+def test_a_rig_built_again_on_a_linked_duplicate(blender, how):
+    """An Alt+D duplicate of a built character shares its bones. Building the copy's rig again (Rebuild after a new
+    target, or Remove Rig then Build Rig) makes new helper bones beside the ones the original's rig still uses, and
+    Blender numbers their names ('IKR-arm-target.001'). The rig state looked its helpers up by the name's end: it
+    raised TypeError, so the panel's chain list failed to draw and Solve raised it instead of its refusal."""
+    from blender_ik_addon.ops import rig_state
+    from rigs import add_empty
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    target = chain.target
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    for each in bpy.context.view_layer.objects:
+        each.select_set(each == obj)
+    assert bpy.ops.object.duplicate(linked=True) == {"FINISHED"}
+    copy = bpy.context.active_object
+    copy.location.y += 1.0
+    copy_chain = copy.blender_ik.chains[0]
+    if how == "rebuilt":
+        copy_chain.target = add_empty("T2", location=(0.6, 1.4, 1.2), rotation=(0.3, 0.2, 0.1))
+    else:
+        assert bpy.ops.blender_ik.remove_rig(chains="ALL") == {"FINISHED"}
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    assert rig_state(copy, copy_chain) == rig_state(obj, chain) == "BUILT"
+    with pytest.raises(RuntimeError, match="has a built rig"):
+        bpy.ops.blender_ik.solve(chains="ALL")
+    for goal in (target, copy_chain.target):
+        goal.location.x -= 0.1
+    assert max(tips_off(bpy, obj, [target], ["b3"]) + tips_off(bpy, copy, [copy_chain.target], ["b3"])) < 1e-5
+    assert bpy.ops.blender_ik.remove_rig(chains="ALL") == {"FINISHED"}
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.remove_rig(chains="ALL") == {"FINISHED"}
+    assert [bone.name for bone in obj.data.bones] == ["root", "b1", "b2", "b3"]
