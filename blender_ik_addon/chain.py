@@ -550,6 +550,12 @@ def read_chain(armature, tip_name, now=True):
         raise ChainError(f"Armature '{armature.name}' is in Edit Mode: its bone edits are not applied to its bones "
                          "yet; leave Edit Mode (Tab) first")
     names = chain_names(armature, tip_name)
+    missing = next((name for name in names if name not in armature.pose.bones), None)
+    if missing is not None:
+        # Another object sharing the Armature datablock (an Alt+D duplicate) is in Edit Mode: a bone renamed there is
+        # renamed in this one's pose at once, in its bones only on leaving Edit Mode.
+        raise ChainError(f"Bone '{missing}' of armature '{armature.name}' is being edited in Edit Mode (of an object "
+                         "sharing its bones); leave Edit Mode (Tab) first")
     check_evaluated(armature, f"Armature '{armature.name}'")
     if armature.data.pose_position == "REST":
         raise ChainError(f"Armature '{armature.name}' shows its Rest Position, so no pose would show; switch it to "

@@ -12,7 +12,8 @@ Each chain is solved on its own: an error on one (shown in its read-out) does no
 
 Which armatures have live chains is cached by name and rebuilt from ``bpy.data`` whenever it may be
 stale: after a file load, an undo or redo, a toggle of the setting, a rename (a name no longer found),
-or an update that shows a live armature not in the cache (a duplicate, an append). ``register()``
+an update that shows a live armature not in the cache (a duplicate, an append), or the first update of a view layer
+(a scene made by Full Copy: its first evaluation calls no handler, so no update lists its armatures). ``register()``
 touches no ``bpy.data`` (Blender restricts it while add-ons register); the first update builds the cache
 (and moves a 0.1 file's settings into the chain list). The handlers are ``@persistent`` and
 ``unregister()`` removes every one of them.
@@ -30,8 +31,9 @@ _live = set()  # names of armature objects with a live chain
 _stale = [True]  # _live must be rebuilt before use
 _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live solve
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
-_armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone) when read, its _armature_inputs)
+_armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object) when read, _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
+_view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
 
 
 def _matrix(obj, bone_name=""):
@@ -95,7 +97,9 @@ def _armature_inputs(armature, tip_bone):
         # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).
         chain = (names, tuple(read), parent and (parent.name, parent.bone.matrix_local.copy()))
         parent = parent.matrix.copy() if parent is not None else None
-    state = (armature.mode, armature.data.pose_position, _drivers(armature))
+    # The object itself too: Live's state is keyed by the armature's name, which a replacement may take (the character
+    # removed and appended again by a script), reading the same as the one solved last.
+    state = (armature.session_uid, armature.mode, armature.data.pose_position, _drivers(armature))
     return (chain, state), (_matrix(armature), parent)
 
 
@@ -118,12 +122,12 @@ def _read_armature(key, armature, tip_bone, updated):
     the depsgraph update at hand (``updated``: the pointers of the IDs it lists; None when unknown) does not
     list the armature or its data, and no paused section (an operator's) ended since, which could have
     changed them out of the handler's sight."""
-    known = _armature_read.get(key)
-    if (updated is not None and known is not None and known[0] == (runtime.pauses(), tip_bone)
+    known, when = _armature_read.get(key), (runtime.pauses(), tip_bone, armature.session_uid)
+    if (updated is not None and known is not None and known[0] == when
             and armature.as_pointer() not in updated and armature.data.as_pointer() not in updated):
         return known[1]
     read = _armature_inputs(armature, tip_bone)
-    _armature_read[key] = (runtime.pauses(), tip_bone), read
+    _armature_read[key] = when, read
     return read
 
 
@@ -385,6 +389,11 @@ def follow(scene, depsgraph=None, view_layer=None):
         return
     if depsgraph is not None:
         view_layer = depsgraph.view_layer
+    if view_layer is not None and (scene.session_uid, view_layer.name) not in _view_layers:
+        # A view layer new to Live (a scene made by Full Copy) may hold live armatures no update listed: its first
+        # evaluation calls no handler.
+        _view_layers.add((scene.session_uid, view_layer.name))
+        _stale[0] = True
     updated, armature_datas, chained = _updated(depsgraph) if depsgraph is not None else (None, (), ())
     if _stale[0]:
         with runtime.paused():
@@ -437,6 +446,7 @@ def on_data_replaced(*_args):
     _validated.clear()
     _bases.clear()
     _armature_read.clear()
+    _view_layers.clear()
     forget_read_chains()
     props.forget_bones()
 
@@ -497,5 +507,6 @@ def unregister():
     _validated.clear()
     _bases.clear()
     _armature_read.clear()
+    _view_layers.clear()
     forget_read_chains()
     props.forget_bones()

@@ -38,6 +38,7 @@ What was added is recorded, per chain, in a JSON custom property of the armature
 import copy
 import json
 import math
+import re
 
 import bpy
 import numpy as np
@@ -160,7 +161,10 @@ def goals(armature, chain_name):
     bones = armature.pose.bones
     found = []
     for role, constraint_role in (("target", "target location"), ("aim", "bend plane")):
-        name = next((bone for bone in (entry or {}).get("bones", ()) if bone.endswith(f"-{role}")), None)
+        # Blender numbers a helper whose name was taken ('IKR-arm-target.001': built again on an Alt+D duplicate,
+        # beside the helpers the other object's rig still uses).
+        name = next((bone for bone in (entry or {}).get("bones", ())
+                     if re.fullmatch(rf".*-{role}(\.\d+)?", bone, re.DOTALL)), "")
         constraint = bones[name].constraints.get(f"{PREFIX} {constraint_role}") if name in bones else None
         target = getattr(constraint, "target", None)
         if role == "aim" and target == armature:  # the plane follows the rig's own helpers, not a pole
