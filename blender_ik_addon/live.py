@@ -24,7 +24,8 @@ from bpy.app.handlers import persistent
 from . import native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
                     check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets, order,
-                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature)
+                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature,
+                    write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -269,7 +270,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
     for depth, level in enumerate(levels):
         if depth:
             evaluate_now()  # the chains below see the pose the ones above just got
-        solved = []
+        solved, writes = [], {}
         for spec, chain in level:
             try:
                 solve = solve_current(chain, spec, validated=validated_of[spec],
@@ -277,10 +278,11 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
-            before = pose_chain(chain, solve.rotations[0])
+            before = pose_chain(chain, solve.rotations[0], writes)
             solved.append((spec, chain, solve, before))
         if not solved:
             continue
+        write_rotations(armature, writes)  # the level's chains at once
         # The self-check, as Solve does it: the pose Blender evaluates must be the solved one. This
         # evaluation is the one Blender would run anyway after this handler to show the new pose.
         evaluate_now()

@@ -11,7 +11,7 @@ from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale,
                     check_goals_evaluated, enabled_collections, evaluate_now, goal_label, hangs_below, pose_chain,
                     posers, posers_read_once, prepare, read_chain, rotation_values, set_rotation, solve_current,
-                    verify_pose)
+                    verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -103,13 +103,15 @@ def solve_chains(armature, specs):
             for depth, level in enumerate(levels):
                 if depth:
                     evaluate_now()
+                writes = {}
                 for spec, chain in level:
                     try:
                         solve = solve_current(chain, spec, validated=True)  # prepare() validated it
                     except ChainError as error:
                         raise error.for_chain(spec.label) from None
-                    pose_chain(chain, solve.rotations[0])
+                    pose_chain(chain, solve.rotations[0], writes)
                     solved.append((spec, chain, solve))
+                write_rotations(armature, writes)  # the level's chains at once
             evaluate_now()
             for spec, chain, solve in solved:
                 try:
