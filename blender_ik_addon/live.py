@@ -32,6 +32,9 @@ _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live 
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
 _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone) when read, its _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
+# Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
+# made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
+_frame_changes = [0]
 
 
 def _matrix(obj, bone_name=""):
@@ -109,7 +112,7 @@ def _inputs(armature, spec, scene, armature_inputs):
     validation = (chain, state, spec, _coupling(spec.target, spec.target_bone),
                   _coupling(spec.pole, spec.pole_bone) if poled else None)
     motion = (armature_matrix, parent, _matrix(spec.target, spec.target_bone),
-              _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current)
+              _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current, _frame_changes[0])
     return validation, motion
 
 
@@ -433,6 +436,7 @@ def on_frame_change(scene, depsgraph=None):
     still show the previous frame (each rendered frame showed the pose of the one before). Blender evaluates the
     render's depsgraph again after this handler, so the pose Live makes here is the one rendered."""
     render = depsgraph is not None and depsgraph.mode == "RENDER"
+    _frame_changes[0] += 1
     follow(scene, view_layer=depsgraph.view_layer if depsgraph is not None else None, render=render)
 
 
