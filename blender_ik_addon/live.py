@@ -35,6 +35,9 @@ _validated = {}  # (armature name, chain name) -> its Chain, validated (goals to
 _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object) when read, _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
+# Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
+# made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
+_frame_changes = [0]
 
 
 def _matrix(obj, bone_name=""):
@@ -114,7 +117,7 @@ def _inputs(armature, spec, scene, armature_inputs):
     validation = (chain, state, spec, _coupling(spec.target, spec.target_bone),
                   _coupling(spec.pole, spec.pole_bone) if poled else None)
     motion = (armature_matrix, parent, _matrix(spec.target, spec.target_bone),
-              _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current)
+              _matrix(spec.pole, spec.pole_bone) if poled else None, scene.frame_current, _frame_changes[0])
     return validation, motion
 
 
@@ -384,9 +387,9 @@ def _not_evaluated(armature, live_chains):
         runtime.store_error(armature, label, message)
 
 
-def follow(scene, depsgraph=None, view_layer=None):
+def follow(scene, depsgraph=None, view_layer=None, render=False):
     """Re-solve what moved. ``depsgraph``: the update's (its updates tell what moved); ``view_layer``: the one being
-    evaluated, when there is no depsgraph to tell it."""
+    evaluated, when there is no depsgraph to tell it; ``render``: a render's frame change (:func:`on_frame_change`)."""
     if runtime.is_paused():
         return
     if depsgraph is not None:
@@ -417,6 +420,8 @@ def follow(scene, depsgraph=None, view_layer=None):
         elif where == "scene":
             _not_evaluated(armature, live_chains)
     with runtime.paused(counted=False):
+        if render and armatures:
+            evaluate_now()  # the goals and parent bones Live reads show this frame, not the last rendered one
         # A pose Live makes is evaluated in this section, so no later update lists what it moved. Within one
         # armature, solve_live solves the chains below a posed chain with it (_moved_by); an armature whose goal
         # or parent is another live armature's bone would stay behind. So while something was posed and two or
@@ -437,7 +442,13 @@ def on_depsgraph_update(scene, depsgraph=None):
 
 @persistent
 def on_frame_change(scene, depsgraph=None):
-    follow(scene, view_layer=depsgraph.view_layer if depsgraph is not None else None)
+    """A render's frame change (``render(animation=True)``, a render farm's ``-a``) comes with the render's own
+    depsgraph, which Blender evaluated for the new frame without copying anything back: the objects and bones Live reads
+    still show the previous frame (each rendered frame showed the pose of the one before). Blender evaluates the
+    render's depsgraph again after this handler, so the pose Live makes here is the one rendered."""
+    render = depsgraph is not None and depsgraph.mode == "RENDER"
+    _frame_changes[0] += 1
+    follow(scene, view_layer=depsgraph.view_layer if depsgraph is not None else None, render=render)
 
 
 @persistent

@@ -8,10 +8,10 @@ import numpy as np
 from mathutils import Matrix
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, base_matrix, chain_names, check_armature_scale,
-                    check_goals_evaluated, enabled_collections, evaluate_now, goal_label, hangs_below, pose_chain,
-                    posers, posers_read_once, prepare, read_chain, rotation_values, set_rotation, solve_current,
-                    verify_pose, write_rotations)
+from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, base_matrix, chain_names, check_armature_scale,
+                    check_goals_evaluated, enabled_collections, evaluate_now, followed_targets, goal_constraint_targets,
+                    goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
+                    set_rotation, solve_current, verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -761,9 +761,10 @@ def _tip(armature, tip_bone):
 
 
 def _check_goals_not_live(scene, armature, specs):
-    """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones), unless that chain
-    is baked too: Live poses in handlers, which a bake pauses, so the bake would follow that chain's keyed pose,
-    and playback, with Live posing it, would show another."""
+    """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones, or follows them through
+    constraints or drivers, as chain.order counts them), unless that chain is baked too: Live poses in handlers, which
+    a bake pauses, so the bake would follow that chain's keyed pose, and playback, with Live posing it, would show
+    another."""
     names = {spec: _tip(armature, spec.tip_bone) for spec in specs}
     baked = {(armature.as_pointer(), chain[2]) for chain in names.values() if chain is not None}
     live = []  # (armature, first bone, chain settings) of every live chain not baked here
@@ -774,14 +775,22 @@ def _check_goals_not_live(scene, armature, specs):
             chain = _tip(owner, chain_settings.tip_bone) if chain_settings.live and chain_settings.enabled else None
             if chain is not None and (owner.as_pointer(), chain[2]) not in baked:
                 live.append((owner, chain[0], chain_settings))
+    if not live:
+        return
+    reader = CouplingReader()
     for spec in specs:
-        moved = spec.goals()
+        moved, followed = spec.goals(), goal_constraint_targets(spec, reader)
         if names[spec] is not None:  # below a live chain, its keys would turn with Live's pose of that chain
             moved.append(("chain", armature, names[spec][0]))
+            followed = reader.bone_targets(armature, names[spec][0]) + followed
+        # A goal pinned to a live chain's bone by a Child Of (a bone turned by a driver reading one) moves with it too.
+        moved += [("followed", obj, bone_name) for obj, bone_name in followed_targets(followed, reader)]
         for role, obj, bone_name in moved:
             for owner, first, chain_settings in live:
                 if obj is not None and hangs_below(owner, first, obj, bone_name) is not None:
                     what = (f"chain's first bone '{bone_name}'" if role == "chain"
+                            else f"'{goal_label(obj, bone_name)}', which the chain or its goals follow through a "
+                                 "constraint or driver," if role == "followed"
                             else f"{role} '{goal_label(obj, bone_name)}'")
                     raise ChainError(f"The {what} moves with chain '{chain_settings.name or chain_settings.tip_bone}' "
                                      f"of armature '{owner.name}', which Live poses: a bake follows that chain's "
