@@ -282,6 +282,12 @@ class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _from_library(armature, name, done):
+    return (f"Chain '{name}' comes from the library that armature '{armature.name}' overrides, so it cannot be {done} "
+            "here (an override can only add chains of its own); change it in the library file, or uncheck it in the "
+            "list to leave it out")
+
+
 class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
     """Remove the active chain from the list (its bones keep their pose and keys; its target stays)"""
 
@@ -296,8 +302,14 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         name = chain_settings.name or chain_settings.tip_bone
         with runtime.paused():  # no rig left that nothing can remove; it refuses before changing anything
             native_rig.remove(armature, props.rig_key(chain_settings))
+        live = chain_settings.live
         chain_settings.live = False  # stop following before the settings go
-        settings.chains.remove(settings.chains.values().index(chain_settings))
+        try:
+            settings.chains.remove(settings.chains.values().index(chain_settings))
+        except TypeError:  # a library override keeps its library's chains (it can only add its own)
+            with runtime.paused():
+                chain_settings.live = live
+            raise ChainError(_from_library(armature, name, "removed")) from None
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
         self.report({"INFO"}, f"Removed chain '{name}'")
         return {"FINISHED"}
@@ -317,7 +329,13 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
         other = index - 1 if self.direction == "UP" else index + 1
         if settings.active_chain is None or not 0 <= other < len(settings.chains):
             return {"CANCELLED"}
-        settings.chains.move(index, other)
+        try:
+            settings.chains.move(index, other)
+        except TypeError:  # a library override's own chain may move past the library's: the same swap
+            try:
+                settings.chains.move(other, index)
+            except TypeError:
+                raise ChainError(_from_library(armature, settings.active_chain.name, "moved")) from None
         settings.active_chain_index = other
         return {"FINISHED"}
 

@@ -1,0 +1,42 @@
+"""Review 15: the add-on as a newcomer clicks it (every button of the panel in every state) and as a TD packages it."""
+import pytest
+
+from rigs import arm_and_chain_beside, link_from_library
+
+
+def _overridden_arm_with_a_local_chain(bpy, tmp_path):
+    """The arm with chains 'A' and 'B' saved as a library, linked into a shot and overridden there, where the
+    animator adds a chain 'C' of the override's own (on A's bones, which do not matter here). Returns the override."""
+    arm_and_chain_beside(bpy)
+    arm = link_from_library(bpy, tmp_path / "character.blend", "Arm").override_create(remap_local_usages=True)
+    bpy.context.view_layer.objects.active = arm
+    local = arm.blender_ik.chains.add()
+    local.name = "C"
+    return arm
+
+
+@pytest.mark.parametrize("action, active, expected", [
+    ("remove", 0, None), ("remove", 2, ["A", "B"]),
+    ("down", 0, None), ("down", 1, ["A", "C", "B"]), ("up", 2, ["A", "C", "B"])])
+def test_review_remove_and_move_chains_of_a_library_override(blender, tmp_path, action, active, expected):
+    """A library override can add chains but Blender refuses to remove or reorder the library's own (a TypeError
+    from the collection). Remove Chain and the list's arrows raised it as a Python traceback, after Remove Chain had
+    turned the chain's Live off. Now the library's chains are refused with a message that names the chain and says
+    what to do, nothing changed; the override's own chain is removed, and moved past the library's."""
+    bpy = blender
+    arm = _overridden_arm_with_a_local_chain(bpy, tmp_path)
+    chains = arm.blender_ik.chains
+    chains[0].live = True
+    arm.blender_ik.active_chain_index = active
+    call = (bpy.ops.blender_ik.chain_remove if action == "remove"
+            else lambda: bpy.ops.blender_ik.chain_move(direction=action.upper()))
+    if expected is None:
+        with pytest.raises(RuntimeError) as raised:
+            call()
+        message = str(raised.value)
+        assert "Traceback" not in message
+        assert "Chain 'A' comes from the library" in message and "library file" in message
+        assert [chain.name for chain in chains] == ["A", "B", "C"] and chains[0].live
+    else:
+        assert call() == {"FINISHED"}
+        assert [chain.name for chain in chains] == expected
