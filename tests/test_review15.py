@@ -1,4 +1,9 @@
 """Review 15: the add-on as a newcomer clicks it (every button of the panel in every state) and as a TD packages it."""
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 
 from rigs import arm_and_chain_beside, link_from_library
@@ -40,3 +45,27 @@ def test_review_remove_and_move_chains_of_a_library_override(blender, tmp_path, 
     else:
         assert call() == {"FINISHED"}
         assert [chain.name for chain in chains] == expected
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("staging", [".", "blender_ik_addon/stage"])
+def test_review_build_extension_refuses_to_stage_in_the_sources(tmp_path, staging):
+    """``build_extension.py --staging-dir .`` (a TD building "here", in the repository) deleted the whole repository:
+    the staging folder is cleared first when it holds a manifest, and the repository's top level holds one. A staging
+    folder inside the package would be packed into the next zip. Both are refused, in one line, nothing deleted.
+    Run on a copy of the repository."""
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    shutil.copy2(os.path.join(ROOT, "blender_manifest.toml"), copy)
+    shutil.copytree(os.path.join(ROOT, "scripts"), copy / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(ROOT, "blender_ik_addon"), copy / "blender_ik_addon",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    before = sorted(str(path.relative_to(copy)) for path in copy.rglob("*"))
+    result = subprocess.run([sys.executable, os.path.join("scripts", "build_extension.py"), "--staging-dir", staging,
+                             "--output-dir", str(tmp_path / "dist")],
+                            cwd=copy, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "refusing to use" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert sorted(str(path.relative_to(copy)) for path in copy.rglob("*")) == before
