@@ -348,38 +348,48 @@ def _selected_pose_bones(armature):
 
 class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
     """One chain per selected bone (the bone is the chain's tip), each with a new target Empty at its tip:
-    the one-click set-up for a character"""
+    the one-click set-up for a character (for every armature in Pose Mode)"""
 
     bl_idname = "blender_ik.chains_from_selected"
     bl_label = "Chains from Selected"
 
     def run(self, context, armature):
         evaluate_now()
-        tips = [pose_bone.name for pose_bone in _selected_pose_bones(armature)]
+        # Pose Mode on several armatures at once shows (and selects) the bones of each.
+        armatures = [armature] + [obj for obj in (context.objects_in_mode if armature.mode == "POSE" else ())
+                                  if obj.type == "ARMATURE" and obj != armature]
+        tips = [(obj, pose_bone.name) for obj in armatures for pose_bone in _selected_pose_bones(obj)]
         if not tips:
             from .keys import is_pose_bone_selected
-            hidden = [pose_bone.name for pose_bone in armature.pose.bones if is_pose_bone_selected(pose_bone)]
+            hidden = [pose_bone.name for obj in armatures for pose_bone in obj.pose.bones
+                      if is_pose_bone_selected(pose_bone)]
             if hidden:  # selected, but hidden or in hidden bone collections (Rigify's ORG, DEF and MCH bones)
                 shown = ", ".join(f"'{name}'" for name in hidden[:3]) + (" ..." if len(hidden) > 3 else "")
                 raise ChainError(f"The selected bones ({shown}) are hidden, or in hidden bone collections; show them, "
                                  "or select the tip bones of the chains to add among the bones Pose Mode shows")
             raise ChainError("Select the tip bones of the chains to add (in Pose Mode)")
+        for obj in {obj for obj, _ in tips} - {armature}:  # the active one was checked and updated by execute()
+            if obj.library is not None:
+                raise ChainError(f"Armature '{obj.name}' is linked from a library and cannot be set up here; make a "
+                                 "library override of it first, or leave Pose Mode on it")
+            props.migrate_legacy(obj)
+            props.follow_renames(props.bone_datas(obj), moved=False)
         planned = []
-        for tip in tips:  # everything is checked before anything is added
-            names = read_chain(armature, tip).names
-            _check_free(armature, names)
-            for other_tip, other_names in planned:
+        for obj, tip in tips:  # everything is checked before anything is added
+            names = read_chain(obj, tip).names
+            _check_free(obj, names)
+            for other, other_tip, other_names in planned:
                 shared = next((name for name in names if name in other_names), None)
-                if shared is not None:
+                if other == obj and shared is not None:
                     raise ChainError(f"Selected bones '{other_tip}' and '{tip}' would both have bone '{shared}' in "
                                      "their chains; select only the last bone of each limb")
-            planned.append((tip, names))
-        for tip, _ in planned:
-            chain_settings = _add_chain(armature, tip)
-            chain_settings.target = _new_target(context, armature, tip, chain_settings.up_axis,
-                                                chain_settings.roll_axis)
-        self.report({"INFO"}, f"Added {len(planned)} chain{'s' if len(planned) > 1 else ''} with targets: "
-                              f"{', '.join(tip for tip, _ in planned)}")
+            planned.append((obj, tip, names))
+        for obj, tip, _ in planned:
+            chain_settings = _add_chain(obj, tip)
+            chain_settings.target = _new_target(context, obj, tip, chain_settings.up_axis, chain_settings.roll_axis)
+        several = len({obj for obj, _ in tips}) > 1
+        added = ", ".join(f"{tip} ({obj.name})" if several else tip for obj, tip, _ in planned)
+        self.report({"INFO"}, f"Added {len(planned)} chain{'s' if len(planned) > 1 else ''} with targets: {added}")
         return {"FINISHED"}
 
 

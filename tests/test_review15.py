@@ -69,3 +69,31 @@ def test_review_build_extension_refuses_to_stage_in_the_sources(tmp_path, stagin
     assert result.returncode == 1
     assert "refusing to use" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert sorted(str(path.relative_to(copy)) for path in copy.rglob("*")) == before
+
+
+@pytest.mark.parametrize("active_selects", [True, False])
+def test_review_chains_from_selected_on_every_armature_in_pose_mode(blender, active_selects):
+    """Pose Mode on two characters at once (both selected, Ctrl+Tab) shows and selects the bones of each. Chains from
+    Selected added chains for the active armature's selected bones only and reported success ('Added 1 chain'), the
+    other character's selected hand left without a chain; with only the other's bones selected it said 'Select the
+    tip bones'. Now each armature in Pose Mode gets a chain per selected bone, its target at that bone's tip as
+    Blender shows it."""
+    bpy = blender
+    from rigs import build_arm
+    first, second = build_arm(name="First"), build_arm(name="Second", base=(3.0, 1.0, 0.0))
+    second.rotation_euler.z = 0.7
+    for obj in (first, second):
+        obj.select_set(True)
+    bpy.context.view_layer.objects.active = first
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.ops.pose.select_all(action="DESELECT")
+    first.pose.bones["b3"].select = active_selects
+    second.pose.bones["b3"].select = True
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    for obj, selected in ((first, active_selects), (second, True)):
+        chains = obj.blender_ik.chains
+        assert [chain.tip_bone for chain in chains] == (["b3"] if selected else [])
+        for chain in chains:
+            tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+            assert (chain.target.matrix_world.translation - tip).length < 1e-6
