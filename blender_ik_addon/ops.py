@@ -19,6 +19,10 @@ CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
                 ("ACTIVE", "Active", "The active chain of the list")]
 
 
+_LINKED = ("Armature '{name}' is linked from a library and cannot be posed, keyed or set up here; make a library "
+           "override of it first")
+
+
 class _ArmatureOperator:
     """Shared by every operator here: poll for an armature in Object or Pose mode, move a 0.1 file's
     settings into the chain list, turn ChainError into an error report with nothing changed."""
@@ -34,6 +38,9 @@ class _ArmatureOperator:
         if obj.mode not in {"OBJECT", "POSE"}:
             cls.poll_message_set("Switch to Object or Pose mode")
             return False
+        if obj.library is not None:  # the buttons grey out, saying why (execute() refuses it too)
+            cls.poll_message_set(_LINKED.format(name=obj.name))
+            return False
         return True
 
     def execute(self, context):
@@ -42,8 +49,7 @@ class _ArmatureOperator:
         props.follow_renames(props.bone_datas(armature), moved=False)  # a script may rename bones, then call us
         try:
             if armature.library is not None:
-                raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed, keyed or "
-                                 "set up here; make a library override of it first")
+                raise ChainError(_LINKED.format(name=armature.name))
             return self.run(context, armature)
         except ChainError as error:
             self.report({"ERROR"}, str(error))

@@ -97,3 +97,22 @@ def test_review_chains_from_selected_on_every_armature_in_pose_mode(blender, act
         for chain in chains:
             tip = obj.matrix_world @ obj.pose.bones["b3"].tail
             assert (chain.target.matrix_world.translation - tip).length < 1e-6
+
+
+PANEL_OPERATORS = ("solve", "add_target", "bake", "chain_add", "chain_remove", "chain_move", "chains_from_selected",
+                   "chain_mirror", "place_pole", "build_rig", "remove_rig")
+
+
+def test_review_a_linked_armatures_buttons_grey_out_saying_why(blender, tmp_path):
+    """An armature linked from a library (not overridden) has its panel drawn, and every button of it was active,
+    each click answering with the same refusal. The buttons now grey out (poll), their tooltip saying why and what
+    to do, as Blender's own do."""
+    bpy = blender
+    from rigs import arm_with_chain
+    arm_with_chain(bpy)
+    bpy.context.view_layer.objects.active = link_from_library(bpy, tmp_path / "character.blend", "Arm")
+    for name in PANEL_OPERATORS:
+        operator = getattr(bpy.ops.blender_ik, name)
+        assert not operator.poll(), name
+        with pytest.raises(RuntimeError, match="poll.*linked from a library.*make a library override"):
+            operator()
