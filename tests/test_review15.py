@@ -116,3 +116,26 @@ def test_review_a_linked_armatures_buttons_grey_out_saying_why(blender, tmp_path
         assert not operator.poll(), name
         with pytest.raises(RuntimeError, match="poll.*linked from a library.*make a library override"):
             operator()
+
+
+@pytest.mark.parametrize("live_first", [True, False])
+def test_review_a_live_chain_follows_once_enabled_again(blender, live_first):
+    """Live follows enabled chains only. Unchecking a live chain in the list and checking it again left it where it
+    was until its target next moved; and a chain whose Live was switched on while it was unchecked never followed
+    once checked (its target moved, the tip stayed 0.62 away), the Live toggle showing on. Checking a live chain now
+    starts Live on it as switching Live on does: solved at once, then following."""
+    bpy = blender
+    from rigs import arm_with_chain, tips_off
+    obj, chain = arm_with_chain(bpy)
+    if live_first:
+        chain.live = True
+        chain.enabled = False
+    else:
+        chain.enabled = False
+        chain.live = True
+    chain.target.location.x -= 0.1
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] > 0.05  # an unchecked chain is not followed
+    chain.enabled = True
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6
+    chain.target.location.x -= 0.1
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6
