@@ -86,9 +86,10 @@ def test_review_chains_from_selected_on_every_armature_in_pose_mode(blender, act
         obj.select_set(True)
     bpy.context.view_layer.objects.active = first
     bpy.ops.object.mode_set(mode="POSE")
-    bpy.ops.pose.select_all(action="DESELECT")
-    first.pose.bones["b3"].select = active_selects
-    second.pose.bones["b3"].select = True
+    from blender_ik_addon.keys import set_pose_bone_selected
+    for obj, selected in ((first, active_selects), (second, True)):
+        for pose_bone in obj.pose.bones:
+            set_pose_bone_selected(pose_bone, selected and pose_bone.name == "b3")
     assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
     bpy.context.view_layer.update()
     for obj, selected in ((first, active_selects), (second, True)):
