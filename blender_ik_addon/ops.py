@@ -253,6 +253,13 @@ def _add_chain(armature, tip_name, **values):
     return chain_settings
 
 
+def _check_active_bone(armature, what):
+    """With no chain to name a tip bone, the operators that make one take the active bone."""
+    if armature.data.bones.active is None:
+        raise ChainError(f"Armature '{armature.name}' has no active bone: click the tip bone of the chain in Pose Mode "
+                         f"(the last bone of the limb), then {what} (the chain is it and its two ancestors)")
+
+
 class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
     """Create an Empty at the tip of the active chain, its up axis along the last bone, and use it as the
     chain's target (with no chains yet: a chain for the active bone)"""
@@ -263,6 +270,8 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
     def run(self, context, armature):
         evaluate_now()
         chain_settings = armature.blender_ik.active_chain
+        if chain_settings is None:
+            _check_active_bone(armature, "Add Target")
         names = _read_own_chain(armature, chain_settings).names
         if chain_settings is None:
             chain_settings = _add_chain(armature, names[2])
@@ -281,6 +290,7 @@ class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
     bl_label = "Add Chain"
 
     def run(self, context, armature):
+        _check_active_bone(armature, "Add Chain")
         names = chain_names(armature, "")
         _check_free(armature, names)
         _add_chain(armature, names[2])

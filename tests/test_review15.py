@@ -140,3 +140,19 @@ def test_review_a_live_chain_follows_once_enabled_again(blender, live_first):
     assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6
     chain.target.location.x -= 0.1
     assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6
+
+
+@pytest.mark.parametrize("operator", ["chain_add", "add_target"])
+def test_review_adding_a_chain_with_no_active_bone_says_what_to_click(blender, operator):
+    """A new armature (or one whose active bone was deleted) has no active bone. Add Chain (the list's +), and Add
+    Target with no chain yet, answered "Choose the chain's tip bone (or make it the active bone)": there is no chain
+    whose tip bone to choose. They now say what to click, and nothing is added."""
+    bpy = blender
+    from rigs import build_arm
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    obj.data.bones.active = None
+    objects = len(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="has no active bone: click the tip bone of the chain in Pose Mode"):
+        getattr(bpy.ops.blender_ik, operator)()
+    assert not len(obj.blender_ik.chains) and len(bpy.data.objects) == objects
