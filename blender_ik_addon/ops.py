@@ -19,6 +19,10 @@ CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
                 ("ACTIVE", "Active", "The active chain of the list")]
 
 
+_LINKED = ("Armature '{name}' is linked from a library and cannot be posed, keyed or set up here; make a library "
+           "override of it first")
+
+
 class _ArmatureOperator:
     """Shared by every operator here: poll for an armature in Object or Pose mode, move a 0.1 file's
     settings into the chain list, turn ChainError into an error report with nothing changed."""
@@ -34,6 +38,9 @@ class _ArmatureOperator:
         if obj.mode not in {"OBJECT", "POSE"}:
             cls.poll_message_set("Switch to Object or Pose mode")
             return False
+        if obj.library is not None:  # the buttons grey out, saying why (execute() refuses it too)
+            cls.poll_message_set(_LINKED.format(name=obj.name))
+            return False
         return True
 
     def execute(self, context):
@@ -42,8 +49,7 @@ class _ArmatureOperator:
         props.follow_renames(props.bone_datas(armature), moved=False)  # a script may rename bones, then call us
         try:
             if armature.library is not None:
-                raise ChainError(f"Armature '{armature.name}' is linked from a library and cannot be posed, keyed or "
-                                 "set up here; make a library override of it first")
+                raise ChainError(_LINKED.format(name=armature.name))
             return self.run(context, armature)
         except ChainError as error:
             self.report({"ERROR"}, str(error))
@@ -249,6 +255,13 @@ def _add_chain(armature, tip_name, **values):
     return chain_settings
 
 
+def _check_active_bone(armature, what):
+    """With no chain to name a tip bone, the operators that make one take the active bone."""
+    if armature.data.bones.active is None:
+        raise ChainError(f"Armature '{armature.name}' has no active bone: click the tip bone of the chain in Pose Mode "
+                         f"(the last bone of the limb), then {what} (the chain is it and its two ancestors)")
+
+
 class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
     """Create an Empty at the tip of the active chain, its up axis along the last bone, and use it as the
     chain's target (with no chains yet: a chain for the active bone)"""
@@ -259,6 +272,8 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
     def run(self, context, armature):
         evaluate_now()
         chain_settings = armature.blender_ik.active_chain
+        if chain_settings is None:
+            _check_active_bone(armature, "Add Target")
         names = _read_own_chain(armature, chain_settings).names
         if chain_settings is None:
             chain_settings = _add_chain(armature, names[2])
@@ -277,11 +292,18 @@ class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
     bl_label = "Add Chain"
 
     def run(self, context, armature):
+        _check_active_bone(armature, "Add Chain")
         names = chain_names(armature, "")
         _check_free(armature, names)
         _add_chain(armature, names[2])
         self.report({"INFO"}, f"Added chain '{armature.blender_ik.active_chain.name}' ({' > '.join(names)})")
         return {"FINISHED"}
+
+
+def _from_library(armature, name, done):
+    return (f"Chain '{name}' comes from the library that armature '{armature.name}' overrides, so it cannot be {done} "
+            "here (an override can only add chains of its own); change it in the library file, or uncheck it in the "
+            "list to leave it out")
 
 
 class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
@@ -298,8 +320,14 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         name = chain_settings.name or chain_settings.tip_bone
         with runtime.paused():  # no rig left that nothing can remove; it refuses before changing anything
             native_rig.remove(armature, props.rig_key(chain_settings))
+        live = chain_settings.live
         chain_settings.live = False  # stop following before the settings go
-        settings.chains.remove(settings.chains.values().index(chain_settings))
+        try:
+            settings.chains.remove(settings.chains.values().index(chain_settings))
+        except TypeError:  # a library override keeps its library's chains (it can only add its own)
+            with runtime.paused():
+                chain_settings.live = live
+            raise ChainError(_from_library(armature, name, "removed")) from None
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
         self.report({"INFO"}, f"Removed chain '{name}'")
         return {"FINISHED"}
@@ -319,7 +347,13 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
         other = index - 1 if self.direction == "UP" else index + 1
         if settings.active_chain is None or not 0 <= other < len(settings.chains):
             return {"CANCELLED"}
-        settings.chains.move(index, other)
+        try:
+            settings.chains.move(index, other)
+        except TypeError:  # a library override's own chain may move past the library's: the same swap
+            try:
+                settings.chains.move(other, index)
+            except TypeError:
+                raise ChainError(_from_library(armature, settings.active_chain.name, "moved")) from None
         settings.active_chain_index = other
         return {"FINISHED"}
 
@@ -332,38 +366,48 @@ def _selected_pose_bones(armature):
 
 class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
     """One chain per selected bone (the bone is the chain's tip), each with a new target Empty at its tip:
-    the one-click set-up for a character"""
+    the one-click set-up for a character (for every armature in Pose Mode)"""
 
     bl_idname = "blender_ik.chains_from_selected"
     bl_label = "Chains from Selected"
 
     def run(self, context, armature):
         evaluate_now()
-        tips = [pose_bone.name for pose_bone in _selected_pose_bones(armature)]
+        # Pose Mode on several armatures at once shows (and selects) the bones of each.
+        armatures = [armature] + [obj for obj in (context.objects_in_mode if armature.mode == "POSE" else ())
+                                  if obj.type == "ARMATURE" and obj != armature]
+        tips = [(obj, pose_bone.name) for obj in armatures for pose_bone in _selected_pose_bones(obj)]
         if not tips:
             from .keys import is_pose_bone_selected
-            hidden = [pose_bone.name for pose_bone in armature.pose.bones if is_pose_bone_selected(pose_bone)]
+            hidden = [pose_bone.name for obj in armatures for pose_bone in obj.pose.bones
+                      if is_pose_bone_selected(pose_bone)]
             if hidden:  # selected, but hidden or in hidden bone collections (Rigify's ORG, DEF and MCH bones)
                 shown = ", ".join(f"'{name}'" for name in hidden[:3]) + (" ..." if len(hidden) > 3 else "")
                 raise ChainError(f"The selected bones ({shown}) are hidden, or in hidden bone collections; show them, "
                                  "or select the tip bones of the chains to add among the bones Pose Mode shows")
             raise ChainError("Select the tip bones of the chains to add (in Pose Mode)")
+        for obj in {obj for obj, _ in tips} - {armature}:  # the active one was checked and updated by execute()
+            if obj.library is not None:
+                raise ChainError(f"Armature '{obj.name}' is linked from a library and cannot be set up here; make a "
+                                 "library override of it first, or leave Pose Mode on it")
+            props.migrate_legacy(obj)
+            props.follow_renames(props.bone_datas(obj), moved=False)
         planned = []
-        for tip in tips:  # everything is checked before anything is added
-            names = read_chain(armature, tip).names
-            _check_free(armature, names)
-            for other_tip, other_names in planned:
+        for obj, tip in tips:  # everything is checked before anything is added
+            names = read_chain(obj, tip).names
+            _check_free(obj, names)
+            for other, other_tip, other_names in planned:
                 shared = next((name for name in names if name in other_names), None)
-                if shared is not None:
+                if other == obj and shared is not None:
                     raise ChainError(f"Selected bones '{other_tip}' and '{tip}' would both have bone '{shared}' in "
                                      "their chains; select only the last bone of each limb")
-            planned.append((tip, names))
-        for tip, _ in planned:
-            chain_settings = _add_chain(armature, tip)
-            chain_settings.target = _new_target(context, armature, tip, chain_settings.up_axis,
-                                                chain_settings.roll_axis)
-        self.report({"INFO"}, f"Added {len(planned)} chain{'s' if len(planned) > 1 else ''} with targets: "
-                              f"{', '.join(tip for tip, _ in planned)}")
+            planned.append((obj, tip, names))
+        for obj, tip, _ in planned:
+            chain_settings = _add_chain(obj, tip)
+            chain_settings.target = _new_target(context, obj, tip, chain_settings.up_axis, chain_settings.roll_axis)
+        several = len({obj for obj, _ in tips}) > 1
+        added = ", ".join(f"{tip} ({obj.name})" if several else tip for obj, tip, _ in planned)
+        self.report({"INFO"}, f"Added {len(planned)} chain{'s' if len(planned) > 1 else ''} with targets: {added}")
         return {"FINISHED"}
 
 

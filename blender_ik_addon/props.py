@@ -62,6 +62,11 @@ def _live_changed(chain_settings, context):
         listener(chain_settings.id_data)
 
 
+def _enabled_changed(chain_settings, context):
+    if chain_settings.live:  # a live chain starts (or stops) following as when its Live is switched
+        _live_changed(chain_settings, context)
+
+
 def _goal_is_armature(obj):
     return obj is not None and obj.type == "ARMATURE"
 
@@ -70,7 +75,7 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
     """One chain: a tip bone and its two ancestors, reaching for a target. ``name`` (the list's label)
     defaults to the tip bone's name."""
 
-    enabled: BoolProperty(override=_OVERRIDABLE, name="Enabled", default=True,
+    enabled: BoolProperty(override=_OVERRIDABLE, name="Enabled", default=True, update=_enabled_changed,
                           description="Solve and bake this chain with the others ('All' chains)")
     tip_bone: StringProperty(
         override=_OVERRIDABLE, name="Tip Bone",

@@ -59,11 +59,21 @@ def find_blender_ext():
     return os.path.join(version_dir, *TOOL_PATH), (tags if os.path.isfile(tags) else None)
 
 
+def _within(path, folder):
+    return os.path.commonpath([path, folder]) == folder
+
+
 def stage(staging_dir):
     """A fresh folder holding the manifest and the add-on package's files, and nothing else."""
     for path in (MANIFEST, os.path.join(PACKAGE_DIR, "__init__.py")):
         if not os.path.isfile(path):
             raise BuildError(f"{path} not found")
+    staging = os.path.realpath(staging_dir)
+    if _within(os.path.realpath(ROOT), staging) or _within(staging, os.path.realpath(PACKAGE_DIR)):
+        # The repository's top level holds a manifest too, so the check below would clear it.
+        raise BuildError(f"refusing to use {staging_dir} as the staging folder: it holds the repository "
+                         "(clearing it would delete the sources) or lies inside the add-on package (the next zip would "
+                         "pack it); give a folder of its own (default: build/extension/)")
     if os.path.lexists(staging_dir):
         # Only ever wipe a folder this script made: it holds a manifest (or nothing at all).
         if not os.path.isdir(staging_dir) or (
