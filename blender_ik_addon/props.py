@@ -67,6 +67,14 @@ def _enabled_changed(chain_settings, context):
         _live_changed(chain_settings, context)
 
 
+def _setting_changed(chain_settings, context):
+    """A live chain's setting changed: have Blender update the armature, so that Live sees it. The panel's edits get
+    that update from Blender, a script's do not (Blender tags an ID for a property edited in the UI only): a script that
+    retargeted a live chain, or changed its up axis, left the chain where it was until something else moved."""
+    if chain_settings.live and chain_settings.enabled:
+        chain_settings.id_data.update_tag(refresh={"OBJECT"})
+
+
 def _goal_is_armature(obj):
     return obj is not None and obj.type == "ARMATURE"
 
@@ -77,29 +85,30 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
 
     enabled: BoolProperty(override=_OVERRIDABLE, name="Enabled", default=True, update=_enabled_changed,
                           description="Solve and bake this chain with the others ('All' chains)")
+    # Each setting Live reads tells Live when a script changes it (see _setting_changed).
     tip_bone: StringProperty(
-        override=_OVERRIDABLE, name="Tip Bone",
+        override=_OVERRIDABLE, name="Tip Bone", update=_setting_changed,
         description="The last bone of the chain; the chain is this bone, its parent and its grandparent. "
                     "Empty: the active bone")
     target: PointerProperty(
-        override=_OVERRIDABLE, name="Target", type=bpy.types.Object,
+        override=_OVERRIDABLE, name="Target", type=bpy.types.Object, update=_setting_changed,
         description="The object (normally an Empty, or an armature with a Target Bone) the tip reaches for")
     target_bone: StringProperty(
-        override=_OVERRIDABLE, name="Target Bone",
+        override=_OVERRIDABLE, name="Target Bone", update=_setting_changed,
         description="When the target is an armature: the bone whose head the tip reaches for and whose axes "
                     "give the up axis (a control bone of this armature, or of another)")
-    up_axis: EnumProperty(override=_OVERRIDABLE, name="Up Axis", items=AXIS_ITEMS, default="Z",
+    up_axis: EnumProperty(override=_OVERRIDABLE, name="Up Axis", items=AXIS_ITEMS, default="Z", update=_setting_changed,
                           description="The target's axis that the last bone points along")
     plane: EnumProperty(override=_OVERRIDABLE, name="Bend Plane", default="PARENT", items=PLANE_ITEMS,
-                        description="How the plane the chain bends in is chosen")
-    pole: PointerProperty(override=_OVERRIDABLE, name="Pole", type=bpy.types.Object,
+                        update=_setting_changed, description="How the plane the chain bends in is chosen")
+    pole: PointerProperty(override=_OVERRIDABLE, name="Pole", type=bpy.types.Object, update=_setting_changed,
                           description="The object the middle joint points toward (Pole bend plane)")
-    pole_bone: StringProperty(override=_OVERRIDABLE, name="Pole Bone",
+    pole_bone: StringProperty(override=_OVERRIDABLE, name="Pole Bone", update=_setting_changed,
                               description="When the pole is an armature: the bone whose head is the pole")
-    bend: EnumProperty(override=_OVERRIDABLE, name="Bend", default="REST", items=BEND_ITEMS,
+    bend: EnumProperty(override=_OVERRIDABLE, name="Bend", default="REST", items=BEND_ITEMS, update=_setting_changed,
                        description="Which side the middle joint bends to")
     roll_axis: EnumProperty(override=_OVERRIDABLE, name="Roll", default="NONE", items=ROLL_ITEMS,
-                            description="How the last bone rolls about its own length")
+                            update=_setting_changed, description="How the last bone rolls about its own length")
     live: BoolProperty(override=_OVERRIDABLE, name="Live", default=False, update=_live_changed,
                        description="Re-solve this chain whenever its target, pole, armature or the frame changes")
     rig_signature: StringProperty(options={"HIDDEN"}, override=_OVERRIDABLE,

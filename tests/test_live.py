@@ -358,3 +358,48 @@ def test_live_solves_the_armatures_of_the_scene_being_updated_only(blender):
     target.location.x += 0.05
     bpy.context.view_layer.update()
     assert readout(obj).status == "ERROR" and "does not evaluate" in readout(obj).message
+
+
+@pytest.mark.parametrize("setting", ["target", "up_axis", "roll_axis", "plane", "target_bone", "not live"])
+def test_a_scripts_change_of_a_live_chains_setting_is_followed(blender, setting):
+    """The panel's edits make Blender update the armature, a script's do not (Blender tags an ID for a property edited in
+    the UI only): a script that retargeted a live chain, or changed its up axis, left it where it was, 0.81 from its new
+    target, until something else moved. A setting Live reads now asks for that update itself, for a live chain."""
+    bpy = blender
+    from rigs import angle_between, arm_with_chain, axis_of, tip_and_direction, tips_off
+    obj, chain = arm_with_chain(bpy)
+    other = add_empty("Other", location=(0.5, -0.4, 1.2), rotation=(0.3, 0.1, 0.2))
+    pole = add_empty("Pole", location=(0.4, -2.0, 0.5))
+    rig = build_arm()
+    rig.location = other.location - rig.data.bones["b3"].head_local  # its b3's head where 'Other' is, in reach
+    chain.live = setting != "not live"
+    bpy.context.view_layer.update()
+    before = tip_and_direction(obj)[0]  # from here on, the setting is the one change
+    goal, axis = other, "Z"
+    if setting in ("target", "not live"):
+        chain.target = other
+    elif setting == "up_axis":
+        chain.up_axis, goal, axis = "X", chain.target, "X"
+    elif setting == "roll_axis":  # the last bone's local Z turns toward the target's X: its roll, read from its matrix
+        chain.roll_axis, goal = "X", chain.target
+    elif setting == "plane":  # the middle joint bends toward the pole
+        chain.pole, chain.plane, goal = pole, "POLE", chain.target
+    else:  # a control bone of another armature
+        chain.target, chain.target_bone = rig, "b3"
+    bpy.context.view_layer.update()  # what a script's next step, or the viewport, does
+    tip, direction = tip_and_direction(obj)
+    if setting == "not live":  # nothing follows a chain that is not live
+        assert (tip == before).all()
+        return
+    if setting == "target_bone":
+        head = rig.matrix_world @ rig.pose.bones["b3"].head
+        assert np.linalg.norm(tip - np.array(head)) < 1e-5
+        return
+    assert tips_off(bpy, obj, [goal], ("b3",))[0] < 1e-5
+    assert angle_between(direction, axis_of(goal, axis)) < 2e-5
+    if setting == "roll_axis":
+        z = np.array((obj.matrix_world @ obj.pose.bones["b3"].matrix).to_3x3().col[2])
+        assert abs(float(np.dot(z / np.linalg.norm(z), axis_of(goal, "X")))) > 0.999
+    if setting == "plane":
+        middle = np.array(obj.matrix_world @ obj.pose.bones["b2"].head)
+        assert middle[1] < -0.1  # toward the pole, off the plane it bent in
