@@ -39,3 +39,41 @@ def test_out_of_reach_distances_read_as_blender_shows_lengths(blender, capfd, sy
     assert f"target out of reach by {shown};" in report
     labels = [name for kind, name in draw_panels(bpy, obj) if kind == "label"]
     assert f"Out of reach by {shown}" in labels
+
+
+@pytest.mark.parametrize("master_scale, influence", [(1.0, 3e-4), (0.01, 3e-6)])
+def test_the_self_check_holds_a_chain_under_a_scaled_master_bone_to_its_own_size(blender, master_scale, influence):
+    """A master bone scaled to size the character (0.01 here) shrinks the chain below it. A leftover IK constraint on a
+    bone below the tip, reaching into the chain, pulls the tip a little off the solve: Solve's self-check refuses that
+    at full size, but under the scaled master it measured the miss against the rest lengths, a hundred times the
+    chain's size, and said 'the tip is on the target' with Blender showing it 4.4e-4 of the chain's length away."""
+    bpy = blender
+    from mathutils import Vector
+
+    from scenes import add_bone
+    obj = build_arm(root=False)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    master = add_bone(obj.data, "master", (0.0, 0.0, 0.0), (0.0, -0.3, 0.0))
+    edit_bones["b1"].parent = master
+    b3 = edit_bones["b3"]
+    add_bone(obj.data, "b4", b3.tail, b3.tail + Vector((0.2, 0.0, 0.0)), b3, connect=True)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    obj.pose.bones["master"].scale = (master_scale,) * 3
+    leftover = obj.pose.bones["b4"].constraints.new("IK")
+    leftover.target, leftover.chain_count, leftover.influence = add_empty("elsewhere", (2.0, 2.0, 2.0)), 0, influence
+    target = add_empty(location=Vector((0.9, 0.3, 1.1)) * master_scale, rotation=(0.2, 0.4, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.update()
+    try:
+        bpy.ops.blender_ik.solve()
+    except RuntimeError as error:
+        assert "something in the scene changes the result" in str(error)
+        return
+    bpy.context.view_layer.update()
+    tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+    reach = sum((obj.pose.bones[name].tail - obj.pose.bones[name].head).length for name in ("b1", "b2", "b3"))
+    assert (tip - target.matrix_world.translation).length <= 1e-4 * reach
+
