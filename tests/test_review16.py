@@ -77,3 +77,34 @@ def test_the_self_check_holds_a_chain_under_a_scaled_master_bone_to_its_own_size
     reach = sum((obj.pose.bones[name].tail - obj.pose.bones[name].head).length for name in ("b1", "b2", "b3"))
     assert (tip - target.matrix_world.translation).length <= 1e-4 * reach
 
+
+@pytest.mark.parametrize("moved", ["target", "armature"])
+@pytest.mark.parametrize("far", [1000.0, 10000.0])
+def test_live_follows_the_smallest_step_far_from_the_origin(blender, moved, far):
+    """A character 10,000 units from the world's origin (a large set): Blender stores locations in float32, so there
+    the smallest step a target (or the armature) can move is 1/1024. Live took a step of one float32 apart for no move
+    (mathutils compares matrices to within one float32 step), kept the old pose and its read-out 'reached': Blender
+    showed the tip 1e-3 from the target, 4.4e-4 of the chain's length, where Solve puts it within 1e-7."""
+    bpy = blender
+    import numpy as np
+    obj = build_arm()
+    obj.location = (far, far, 0.0)
+    target = add_empty(location=(far + 0.9, far + 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target, chain.live = "arm", "b3", target, True
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    mover = target if moved == "target" else obj
+    mover.location.x = float(np.nextafter(np.float32(mover.location.x), np.float32(np.inf)))  # one step
+    bpy.context.view_layer.update()
+    world = np.array(obj.matrix_world, dtype=np.float64)  # measured in float64: mathutils is float32
+
+    def in_world(point):
+        return world[:3, :3] @ np.array(point, dtype=np.float64) + world[:3, 3]
+
+    pose_bones = obj.pose.bones
+    tip = in_world(pose_bones["b3"].tail)
+    reach = sum(np.linalg.norm(in_world(pose_bones[name].tail) - in_world(pose_bones[name].head))
+                for name in ("b1", "b2", "b3"))
+    assert readout(obj, "arm").status == "REACHED"
+    assert np.linalg.norm(tip - np.array(target.matrix_world, dtype=np.float64)[:3, 3]) <= 1e-5 * reach
