@@ -1523,15 +1523,17 @@ def verify_pose(chain, solution, index=0, middle=False):
     solve put it too (a built rig: its tracking picks the same plane), unless the wrist is within 1% of the chain's
     reach of the base, where float32 noise in the goal turns the plane anywhere about the base."""
     distance, angle = pose_error(chain, solution, index)
-    scale = max(chain.floats.size, Vector(solution.joints[index][3]).length)
+    joints = [Vector(joint) for joint in solution.joints[index]]
+    # The chain's reach as posed: a parent bone scaled 0.01 (a master control sizing the character) makes it a
+    # hundredth of the rest lengths, which allowed the tip a hundred times too far off.
+    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
+    scale = max(reach, joints[3].length)
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
                          "result in a way the add-on cannot follow; nothing was changed")
     if not middle:
         return
-    joints = [Vector(joint) for joint in solution.joints[index]]
-    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
     if (joints[2] - joints[0]).length > 0.01 * reach:
         off = (chain.pose_bones[1].head - joints[1]).length
         if not off <= POSE_TOLERANCE * scale:

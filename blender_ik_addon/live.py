@@ -40,13 +40,19 @@ _view_layers = set()  # (scene's session_uid, view layer name) of the view layer
 _frame_changes = [0]
 
 
+def _exact(matrix):
+    """A matrix, copied (Blender's own are live views), with its location as floats: mathutils takes matrices one
+    float32 step apart as equal, and 10,000 units from the origin that step (1/1024) is the smallest move there is."""
+    return matrix.copy(), matrix.translation[:]
+
+
 def _matrix(obj, bone_name=""):
-    """An object's (or its bone's) evaluated matrix, copied (Blender's own are live views)."""
+    """An object's (or its bone's) evaluated matrix, as :func:`_exact` compares it."""
     if obj is None:
         return None
     if bone_name and obj.type == "ARMATURE" and bone_name in obj.pose.bones:
-        return obj.matrix_world.copy(), obj.pose.bones[bone_name].matrix.copy()
-    return obj.matrix_world.copy()
+        return _exact(obj.matrix_world), _exact(obj.pose.bones[bone_name].matrix)
+    return _exact(obj.matrix_world)
 
 
 def _constraints(owner):
@@ -100,7 +106,7 @@ def _armature_inputs(armature, tip_bone):
         # The parent bone's rest too: the base is its pose times its rest inverted, and a parent a constraint places
         # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).
         chain = (names, tuple(read), parent and (parent.name, parent.bone.matrix_local.copy()))
-        parent = parent.matrix.copy() if parent is not None else None
+        parent = _exact(parent.matrix) if parent is not None else None
     # The object itself too: Live's state is keyed by the armature's name, which a replacement may take (the character
     # removed and appended again by a script), reading the same as the one solved last.
     state = (armature.session_uid, armature.mode, armature.data.pose_position, _drivers(armature))

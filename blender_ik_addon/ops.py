@@ -5,7 +5,7 @@ import dataclasses
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Matrix, Vector
 
 from . import bake, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, base_matrix, chain_names, check_armature_scale,
@@ -675,7 +675,26 @@ def _verify_rigs(levels):
             try:
                 verify_pose(chain, solution, middle=not solution.degenerate[0])
             except ChainError as error:
-                raise error.for_chain(spec.label) from None
+                raise (_far_from_origin(chain, solution) or error).for_chain(spec.label) from None
+
+
+def _far_from_origin(chain, solution):
+    """Why a rig is refused when float32 world space is the cause, as a ChainError, or None: a rig's constraints and
+    drivers work in world space, where Blender stores a position x to within about |x|·6e-8 (1/1024 at 10,000 units),
+    and a step of them more than 1e-5 of the chain's length can put its tip beyond what the self-check allows."""
+    world = chain.armature.matrix_world
+    joints = [world @ Vector(joint) for joint in solution.joints[0]]
+    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
+    where = max(joint.length for joint in joints)
+    step = where * 2.0 ** -23
+    if not step > 1e-5 * reach:
+        return None
+    armature, scale = chain.armature, world.median_scale
+    return ChainError(f"the chain is {distance_text(bpy.context.scene, armature, where / scale)} from the world's "
+                      "origin, where Blender's constraints (which work in world space, in float32) place it to within "
+                      f"about {distance_text(bpy.context.scene, armature, step / scale)} only, {step / reach:.1g} of its "
+                      "length: build the rig nearer the origin, or pose it with Live or Bake, which solve in the "
+                      "armature's space; nothing was changed")
 
 
 def _trial_build(armature, chosen, specs, read, levels):
@@ -766,7 +785,7 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
             for chain_settings in chosen:
                 chain_settings.rig_name = ""
             evaluate_now()
-            raise ChainError(str(error).replace("nothing was changed", "the rig was removed"), error.chain) from None
+            raise ChainError(error.message.replace("nothing was changed", "the rig was removed"), error.chain) from None
         for chain_settings, spec in zip(chosen, specs):
             if not chain_settings.name:  # named once built: a refused build changes nothing
                 chain_settings.name = chain_settings.tip_bone
