@@ -994,7 +994,8 @@ class ChainSolve:
 
     rotations: object
     solution: object
-    goals: object = None  # solve_current's: the target's armature-space rows and the pole point (or None) it solved for
+    # solve_current's: the target's armature-space rows, the pole point (or None) and the settings it solved for
+    goals: object = None
 
 
 def _columns(matrices3, single):
@@ -1394,17 +1395,25 @@ def solve_current(chain, spec, validated=False, base=None):
     solve = solve_one(chain, base, target, spec, pole)
     if solve.solution.degenerate[0]:  # the plane is undefined: keep the current one rather than the rest pose's
         solve = solve_one(chain, base, target, spec, pole, current_normal(chain))
-    solve.goals = target, pole
+    solve.goals = target, pole, _solve_settings(spec)
     return solve
+
+
+def _solve_settings(spec):
+    """The settings of ``spec`` a solve depends on besides its goals' matrices and its tip bone (checked by place)."""
+    return spec.target_bone, spec.up_axis, spec.plane, spec.pole_bone, spec.bend, spec.roll_axis
 
 
 def shows_solve(armature, spec, shown):
     """Whether Blender still shows what a read-out describes. ``shown``: :attr:`runtime.Readout.shown` of the solve (its
     solution, the sample's index, the goals it solved for). As last evaluated, the tip bone must be where the solve put
     it (as :func:`verify_pose` checks it) and the goals where they were: a target moved with Live off, a bone turned by
-    hand, the parent posed, a frame whose keys pose the chain otherwise all make the read-out a past one. A chain or goal
-    that cannot be read now is not shown either."""
-    solution, index, (target_was, pole_was) = shown
+    hand, the parent posed, a frame whose keys pose the chain otherwise all make the read-out a past one, as does a
+    setting of the solve changed with Live off (the up axis: the last bone off it). A chain or goal that cannot be read
+    now is not shown either."""
+    solution, index, (target_was, pole_was, settings_was) = shown
+    if _solve_settings(spec) != settings_was:
+        return False
     joints = [Vector(joint) for joint in solution.joints[index]]
     size = max(sum((joints[link + 1] - joints[link]).length for link in range(3)), joints[3].length)
     tip, direction = joints[3], Vector(solution.directions[index][2])

@@ -1,0 +1,41 @@
+"""Review 17: the panel's read-out against what Blender shows (Solve with Live off, then a change), judged by the pose
+Blender evaluates."""
+import pytest
+
+from rigs import add_empty, build_arm, pose_snapshot
+from test_panel import draw_panels
+
+
+def _solved_arm(bpy, scale=1.0):
+    """The arm (its object scaled by ``scale``) solved once for a turned Empty, Live off. Returns (object, target)."""
+    obj = build_arm()
+    obj.scale = (scale,) * 3
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone = "b3"
+    bpy.context.view_layer.update()
+    settings.target = target = add_empty(location=obj.matrix_world @ __import__("mathutils").Vector((0.8, 0.2, 1.0)),
+                                         rotation=(0.3, 0.2, 0.1))
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    return obj, target
+
+
+def _labels(bpy, obj):
+    return " ".join(name for kind, name in draw_panels(bpy, obj) if kind == "label")
+
+
+@pytest.mark.parametrize("setting, value", [("up_axis", "X"), ("roll_axis", "X"), ("bend", "AWAY"),
+                                            ("plane", "TARGET")])
+def test_a_setting_changed_with_live_off_makes_the_read_out_a_past_one(blender, setting, value):
+    """After Solve, changing the Up Axis (or another setting of the solve) with Live off left the read-out 'Target
+    reached' with its check mark, while Blender showed the last bone 90° off the new up axis: Solve then moved it."""
+    bpy = blender
+    obj, target = _solved_arm(bpy)
+    setattr(obj.blender_ik.active_chain, setting, value)
+    bpy.context.view_layer.update()
+    labels = _labels(bpy, obj)
+    before = pose_snapshot(obj)
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert pose_snapshot(obj) != before  # the pose Blender showed was not this chain's solve
+    assert "Changed since the last solve" in labels and "Last solve: target reached" in labels
