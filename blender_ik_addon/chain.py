@@ -1431,8 +1431,11 @@ def shows_solve(armature, spec, shown):
     angle = math.atan2(along.cross(direction).length, along.dot(direction))
     if (now - tip).length > reach or angle > ANGLE_TOLERANCE:
         return False
+    # Relative to the target's size in the armature's space: a target of an armature scaled ×100 (an FBX import in
+    # centimetres) has axes of 0.01 there, and an absolute tolerance let it turn by 0.5° unseen.
+    size = max(math.hypot(*was[:3]) for was in target_was[:3])
     for row, was in zip(target[:3], target_was):
-        if any(abs(value - old) > POSE_TOLERANCE * (1.0 + abs(old)) for value, old in zip(row[:3], was[:3])):
+        if any(abs(value - old) > POSE_TOLERANCE * (size + abs(old)) for value, old in zip(row[:3], was[:3])):
             return False  # turned or scaled: the up axis, the roll
         if abs(row[3] - was[3]) > reach:
             return False

@@ -1,5 +1,7 @@
 """Review 17: the panel's read-out against what Blender shows (Solve with Live off, then a change), judged by the pose
 Blender evaluates."""
+import math
+
 import pytest
 
 from rigs import add_empty, build_arm, pose_snapshot
@@ -38,4 +40,21 @@ def test_a_setting_changed_with_live_off_makes_the_read_out_a_past_one(blender, 
     before = pose_snapshot(obj)
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     assert pose_snapshot(obj) != before  # the pose Blender showed was not this chain's solve
+    assert "Changed since the last solve" in labels and "Last solve: target reached" in labels
+
+
+@pytest.mark.parametrize("scale", [0.01, 100.0, 1000.0])
+def test_a_target_turned_on_a_scaled_armature_makes_the_read_out_a_past_one(blender, scale):
+    """An armature scaled ×100 (an FBX import in centimetres): a target turned by half a degree left the read-out
+    'Target reached', the last bone half a degree off its up axis, as Blender showed it; the target's rows, 1/100 in
+    the armature's space, were compared with an absolute tolerance."""
+    bpy = blender
+    obj, target = _solved_arm(bpy, scale)
+    assert "Target reached" in _labels(bpy, obj).split("Yaw")[0]  # unchanged: current
+    target.rotation_euler.x += math.radians(0.5)
+    bpy.context.view_layer.update()
+    pose_bone = obj.pose.bones["b3"]
+    along = (obj.matrix_world @ pose_bone.tail - obj.matrix_world @ pose_bone.head).normalized()
+    assert math.degrees(along.angle(target.matrix_world.col[2].to_3d().normalized())) > 0.45  # what Blender shows
+    labels = _labels(bpy, obj)
     assert "Changed since the last solve" in labels and "Last solve: target reached" in labels
