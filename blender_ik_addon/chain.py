@@ -1418,6 +1418,7 @@ def shows_solve(armature, spec, shown):
     size = max(sum((joints[link + 1] - joints[link]).length for link in range(3)), joints[3].length)
     tip, direction = joints[3], Vector(solution.directions[index][2])
     try:
+        check_armature_scale(armature)  # scaled to zero (a character hidden that way) has no armature space
         tip_bone = armature.pose.bones.get(chain_names(armature, spec.tip_bone)[2])
         target = goal_matrix(armature, spec.target, spec.target_bone, "target")
         pole = goal_matrix(armature, spec.pole, spec.pole_bone, "pole") if spec.plane == "POLE" else None

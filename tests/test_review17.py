@@ -58,3 +58,15 @@ def test_a_target_turned_on_a_scaled_armature_makes_the_read_out_a_past_one(blen
     assert math.degrees(along.angle(target.matrix_world.col[2].to_3d().normalized())) > 0.45  # what Blender shows
     labels = _labels(bpy, obj)
     assert "Changed since the last solve" in labels and "Last solve: target reached" in labels
+
+
+@pytest.mark.parametrize("scale", [(1.0, 1.0, 0.0), (0.0, 0.0, 0.0)])
+def test_the_panel_draws_after_the_armature_is_scaled_to_zero(blender, scale):
+    """Scaling a solved character to zero (to hide it) made the panel's draw raise ZeroDivisionError (the armature's
+    inverse, for the read-out's goals): the sidebar broke. The read-out is now a past one."""
+    bpy = blender
+    obj, target = _solved_arm(bpy)
+    obj.scale = scale
+    bpy.context.view_layer.update()
+    labels = _labels(bpy, obj)
+    assert "Changed since the last solve" in labels
