@@ -70,3 +70,19 @@ def test_the_panel_draws_after_the_armature_is_scaled_to_zero(blender, scale):
     bpy.context.view_layer.update()
     labels = _labels(bpy, obj)
     assert "Changed since the last solve" in labels
+
+
+def test_a_built_rig_s_read_out_does_not_ask_for_what_is_refused(blender):
+    """Solve, Build Rig, then the target moved: the rig follows it (as Blender shows), and the read-out said 'Changed
+    since the last solve: Solve again, or turn Live on', both of which a built rig refuses."""
+    bpy = blender
+    obj, target = _solved_arm(bpy)
+    assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+    target.location.x += 0.05
+    bpy.context.view_layer.update()
+    assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-4
+    labels = _labels(bpy, obj)
+    with pytest.raises(RuntimeError, match="built rig"):
+        bpy.ops.blender_ik.solve()
+    assert "Changed since the last solve: the built rig poses the chain" in labels
+    assert "Solve again" not in labels
