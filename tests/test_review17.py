@@ -86,3 +86,29 @@ def test_a_built_rig_s_read_out_does_not_ask_for_what_is_refused(blender):
         bpy.ops.blender_ik.solve()
     assert "Changed since the last solve: the built rig poses the chain" in labels
     assert "Solve again" not in labels
+
+
+@pytest.mark.parametrize("operator", ["solve", "bake"])
+def test_a_chain_of_the_active_bone_keeps_its_read_out_and_is_named_in_the_report(blender, capfd, operator):
+    """A chain set up through the 0.1 shorthand (``settings.target = ...``: no tip bone, the active bone's) and solved:
+    the report said "Solved ''", and the read-out "Not solved yet" once the chain took its tip bone's name."""
+    bpy = blender
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    obj.data.bones.active = obj.data.bones["b3"]
+    settings = obj.blender_ik
+    settings.target = target = add_empty(location=(0.8, 0.2, 1.0), rotation=(0.3, 0.2, 0.1))
+    bpy.context.view_layer.update()
+    capfd.readouterr()
+    if operator == "solve":
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    else:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=2) == {"FINISHED"}
+    report = capfd.readouterr().out
+    assert (settings.active_chain.name, settings.active_chain.tip_bone) == ("b3", "b3")
+    assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-4
+    assert "''" not in report
+    if operator == "solve":
+        assert "'b3'" in report
+        labels = _labels(bpy, obj)
+        assert "Target reached" in labels and "Not solved yet" not in labels
