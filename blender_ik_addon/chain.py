@@ -994,7 +994,8 @@ class ChainSolve:
 
     rotations: object
     solution: object
-    goals: object = None  # solve_current's: the target's armature-space rows and the pole point (or None) it solved for
+    # solve_current's: the target's armature-space rows, the pole point (or None) and the settings it solved for
+    goals: object = None
 
 
 def _columns(matrices3, single):
@@ -1394,21 +1395,30 @@ def solve_current(chain, spec, validated=False, base=None):
     solve = solve_one(chain, base, target, spec, pole)
     if solve.solution.degenerate[0]:  # the plane is undefined: keep the current one rather than the rest pose's
         solve = solve_one(chain, base, target, spec, pole, current_normal(chain))
-    solve.goals = target, pole
+    solve.goals = target, pole, _solve_settings(spec)
     return solve
+
+
+def _solve_settings(spec):
+    """The settings of ``spec`` a solve depends on besides its goals' matrices and its tip bone (checked by place)."""
+    return spec.target_bone, spec.up_axis, spec.plane, spec.pole_bone, spec.bend, spec.roll_axis
 
 
 def shows_solve(armature, spec, shown):
     """Whether Blender still shows what a read-out describes. ``shown``: :attr:`runtime.Readout.shown` of the solve (its
     solution, the sample's index, the goals it solved for). As last evaluated, the tip bone must be where the solve put
     it (as :func:`verify_pose` checks it) and the goals where they were: a target moved with Live off, a bone turned by
-    hand, the parent posed, a frame whose keys pose the chain otherwise all make the read-out a past one. A chain or goal
-    that cannot be read now is not shown either."""
-    solution, index, (target_was, pole_was) = shown
+    hand, the parent posed, a frame whose keys pose the chain otherwise all make the read-out a past one, as does a
+    setting of the solve changed with Live off (the up axis: the last bone off it). A chain or goal that cannot be read
+    now is not shown either."""
+    solution, index, (target_was, pole_was, settings_was) = shown
+    if _solve_settings(spec) != settings_was:
+        return False
     joints = [Vector(joint) for joint in solution.joints[index]]
     size = max(sum((joints[link + 1] - joints[link]).length for link in range(3)), joints[3].length)
     tip, direction = joints[3], Vector(solution.directions[index][2])
     try:
+        check_armature_scale(armature)  # scaled to zero (a character hidden that way) has no armature space
         tip_bone = armature.pose.bones.get(chain_names(armature, spec.tip_bone)[2])
         target = goal_matrix(armature, spec.target, spec.target_bone, "target")
         pole = goal_matrix(armature, spec.pole, spec.pole_bone, "pole") if spec.plane == "POLE" else None
@@ -1422,8 +1432,11 @@ def shows_solve(armature, spec, shown):
     angle = math.atan2(along.cross(direction).length, along.dot(direction))
     if (now - tip).length > reach or angle > ANGLE_TOLERANCE:
         return False
+    # Relative to the target's size in the armature's space: a target of an armature scaled ×100 (an FBX import in
+    # centimetres) has axes of 0.01 there, and an absolute tolerance let it turn by 0.5° unseen.
+    size = max(math.hypot(*was[:3]) for was in target_was[:3])
     for row, was in zip(target[:3], target_was):
-        if any(abs(value - old) > POSE_TOLERANCE * (1.0 + abs(old)) for value, old in zip(row[:3], was[:3])):
+        if any(abs(value - old) > POSE_TOLERANCE * (size + abs(old)) for value, old in zip(row[:3], was[:3])):
             return False  # turned or scaled: the up axis, the roll
         if abs(row[3] - was[3]) > reach:
             return False

@@ -149,9 +149,12 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
                              f"{'have' if len(built) > 1 else 'has'} a built rig, which solves by itself; remove "
                              "the rig to pose with Solve")
         solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
+        pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
+        # A chain of the active bone is named after it now: its read-out and the report go by that name.
+        solved = [(spec if spec.label else dataclasses.replace(spec, name=chain.names[2]), chain, solve)
+                  for spec, chain, solve in solved]
         for spec, chain, solve in solved:
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
-        pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]
         if len(solved) == 1:

@@ -37,8 +37,8 @@ def _owner(armature):
 
 def store_solution(armature, chain_name, solution, index=0, goals=None):
     """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain.
-    ``goals``: the target's armature-space rows and the pole point (or None) it was solved for (chain.ChainSolve.goals),
-    for the read-out to tell when it has become a past one."""
+    ``goals``: the target's armature-space rows, the pole point (or None) and the settings it was solved for
+    (chain.ChainSolve.goals), for the read-out to tell when it has become a past one."""
     _readouts[(_owner(armature), chain_name)] = Readout(
         REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
         (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),

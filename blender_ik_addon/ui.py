@@ -122,8 +122,10 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             box.label(text=result.message, icon="ERROR")
         else:
             past = not _shown(armature, chain_settings, result)
-            if past:
-                box.label(text="Changed since the last solve: Solve again, or turn Live on", icon=PAST_ICON)
+            if past:  # a built rig refuses Solve and Live: it poses the chain itself
+                advice = ("the built rig poses the chain" if rig in ("BUILT", "STALE")
+                          else "Solve again, or turn Live on")
+                box.label(text=f"Changed since the last solve: {advice}", icon=PAST_ICON)
             text = ("Target reached" if result.status == runtime.REACHED
                     else f"Out of reach by {distance_text(context.scene, armature, result.miss)}")
             box.label(text=f"Last solve: {text.lower()}" if past else text, icon=STATUS_ICONS[result.status])
