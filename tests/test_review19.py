@@ -1,7 +1,7 @@
 """Review 19: the README's truth (a new user who believes every word of it), judged by what Blender shows."""
 import pytest
 
-from rigs import arm_with_chain, readout, tips_off
+from rigs import add_empty, arm_with_chain, pose_snapshot, readout, tips_off
 
 
 @pytest.mark.parametrize("role", ["armature", "target"])
@@ -47,3 +47,29 @@ def test_a_goal_in_a_collection_the_view_layer_leaves_out_is_refused_with_the_fi
     if role == "target":
         assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5
+
+
+@pytest.mark.parametrize("operator", ["solve", "bake"])
+@pytest.mark.parametrize("tip", ["", "b3"])  # empty: the active bone, as the panel's Tip Bone field says
+def test_acting_on_the_active_chain_refuses_bones_another_chain_has(blender, operator, tip):
+    """The README: two chains sharing a bone are refused, naming both, and nothing changes. With a second chain on the
+    arm's bones (its Tip Bone b3, or left empty with b3 the active bone), Solve and Bake of the active chain went
+    ahead: they posed and keyed chain 'arm''s bones for the other target, and an empty Tip Bone was pinned to b3 under
+    the name 'b3', leaving two chains on one bone that Solve All then refused."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    other = obj.blender_ik.chains.add()
+    other.tip_bone, other.target = tip, add_empty("Other", location=(0.5, 0.3, 1.2))
+    obj.blender_ik.active_chain_index = 1
+    obj.data.bones.active = obj.data.bones["b3"]
+    bpy.context.view_layer.update()
+    pose = pose_snapshot(obj)
+    with pytest.raises(RuntimeError) as refused:
+        if operator == "solve":
+            bpy.ops.blender_ik.solve(chains="ACTIVE")
+        else:
+            bpy.ops.blender_ik.bake(chains="ACTIVE", frame_start=1, frame_end=3)
+    assert "Chains 'arm' and 'b3' share bone" in str(refused.value)
+    bpy.context.view_layer.update()
+    assert pose_snapshot(obj) == pose and obj.animation_data is None
+    assert (other.name, other.tip_bone) == ("", tip)
