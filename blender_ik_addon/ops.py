@@ -65,7 +65,7 @@ def _check_unique_names(armature):
                          "name keys its rig, its Live state and its read-out)")
 
 
-def _chain_settings(armature, which):
+def _chain_settings(armature, which, posing=True):
     _check_unique_names(armature)
     chosen = props.selected_chains(armature, which)
     if not chosen:
@@ -73,7 +73,7 @@ def _chain_settings(armature, which):
             raise ChainError(f"Armature '{armature.name}' has no chains: add one (Add Chain, or Chains from "
                              "Selected)")
         raise ChainError(f"Armature '{armature.name}' has no enabled chain: enable one in the list")
-    if which == "ACTIVE":
+    if which == "ACTIVE" and posing:  # (Remove Rig poses nothing)
         _check_shared_bones(armature, chosen[0])
     return chosen
 
@@ -829,7 +829,7 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
                                    description="Which chains' rigs to remove")
 
     def run(self, context, armature):
-        chosen = _built_settings(armature, _chain_settings(armature, self.chains))
+        chosen = _built_settings(armature, _chain_settings(armature, self.chains, posing=False))
         if not chosen:
             raise ChainError("None of these chains has a built rig")
         native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
