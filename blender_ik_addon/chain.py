@@ -883,9 +883,12 @@ def enabled_collections(view_layer):
 def check_evaluated(obj, what):
     reason = not_evaluated(obj)
     if reason is not None:
+        # The object's own screen icon, or its collections' checkbox (Exclude from View Layer) and screen icon.
+        fix = ("enable it in viewports (the screen icon in the Outliner)" if obj.hide_viewport else
+               "check its collection's checkbox in the Outliner (include it in the view layer) and enable the "
+               "collection in viewports (its screen icon), or link the object into a collection that is")
         raise ChainError(f"{what} {reason}, so Blender does not evaluate it here: it does not update where it is (or "
-                         "how it is posed); enable it in viewports (the screen icon in the Outliner), and hide it with "
-                         "the eye icon instead")
+                         f"how it is posed); {fix}, and hide it with the eye icon instead")
 
 
 def check_target(chain, spec, now=True):

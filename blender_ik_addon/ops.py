@@ -65,7 +65,7 @@ def _check_unique_names(armature):
                          "name keys its rig, its Live state and its read-out)")
 
 
-def _chain_settings(armature, which):
+def _chain_settings(armature, which, posing=True):
     _check_unique_names(armature)
     chosen = props.selected_chains(armature, which)
     if not chosen:
@@ -73,7 +73,30 @@ def _chain_settings(armature, which):
             raise ChainError(f"Armature '{armature.name}' has no chains: add one (Add Chain, or Chains from "
                              "Selected)")
         raise ChainError(f"Armature '{armature.name}' has no enabled chain: enable one in the list")
+    if which == "ACTIVE" and posing:  # (Remove Rig poses nothing)
+        _check_shared_bones(armature, chosen[0])
     return chosen
+
+
+def _check_shared_bones(armature, active):
+    """The active chain may not have bones another enabled chain has (an empty Tip Bone is the active bone, which can
+    be another chain's): acting on it alone would pose and key that chain's bones, and pin its tip onto them. Chains
+    acted on together are checked as they are ordered (chain.order)."""
+    try:
+        names = chain_names(armature, active.tip_bone)
+    except ChainError:
+        return  # validation names the cause
+    for chain_settings in props.selected_chains(armature):
+        if chain_settings == active:
+            continue
+        try:
+            shared = next((name for name in chain_names(armature, chain_settings.tip_bone) if name in names), None)
+        except ChainError:
+            continue
+        if shared is not None:
+            labels = (props.chain_spec(chain_settings).label, active.name or active.tip_bone or names[2])
+            raise ChainError(f"Chains '{labels[0]}' and '{labels[1]}' share bone '{shared}'; a bone can belong to one "
+                             "chain only: change the tip bone of one of them")
 
 
 def pin_tip_bones(chosen, tips):
@@ -809,7 +832,7 @@ class BLENDER_IK_OT_remove_rig(_ArmatureOperator, bpy.types.Operator):
                                    description="Which chains' rigs to remove")
 
     def run(self, context, armature):
-        chosen = _built_settings(armature, _chain_settings(armature, self.chains))
+        chosen = _built_settings(armature, _chain_settings(armature, self.chains, posing=False))
         if not chosen:
             raise ChainError("None of these chains has a built rig")
         native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
