@@ -358,6 +358,11 @@ def _file_chains(bpy, scene, args, path):
         if not armatures:
             raise UserError(f"{path}: no armature in the scene '{scene.name}' has IK chains; set them up in the "
                             "panel, or describe one with --armature, --target and --tip-bone")
+        if not args.chain:  # an armature whose chains are all unchecked in the list has nothing to bake by default
+            armatures = [obj for obj in armatures if any(c.enabled for c in obj.blender_ik.chains)]
+            if not armatures:
+                raise UserError(f"{path}: every IK chain in the scene '{scene.name}' is disabled; enable them in the "
+                                "panel's list, or name them with --chain")
     if not args.chain:
         return [(armature, None) for armature in armatures]
     wanted, found = list(dict.fromkeys(args.chain)), []
