@@ -107,3 +107,24 @@ def test_review_the_script_skips_an_armature_whose_chains_are_all_disabled(blend
     assert prop.animation_data is None  # not keyed: its chain is off
     misses = _tip_misses(bpy, bpy.data.objects["Arm"], bpy.data.objects["Target"], range(1, 31))
     assert misses.max() < 1e-5 * 2.2
+
+
+@pytest.mark.parametrize("tip_bone", [(), ("--tip-bone", "b3")], ids=["active-chain", "tip-bone-given"])
+def test_review_target_on_the_command_line_over_a_chain_with_a_built_rig(blender, tmp_path, tip_bone):
+    """``bake_ik.py --armature Arm --target Other`` retargets the active chain for the bake (what the command line does
+    not give comes from it). On a chain with a built rig it was refused: "Bone 'b1' has constraints (IKR b3) that would
+    change the solved pose; mute or remove them (this add-on replaces an IK constraint)", where the panel's bake of the
+    same chain mutes its rig. The rig on the described chain's bones is muted as for the chain's own bake."""
+    bpy = blender
+    arm, _ = _rig(bpy, "Arm", "Target")
+    animate_target(add_empty("Other"), seed=3)
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 30
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"), copy=True)
+    done = _run_script(tmp_path, "shot.blend", "--armature", "Arm", "--target", "Other", *tip_bone)
+    assert done.returncode == 0, done.stderr
+    assert "all in reach" in done.stdout and "the built rig of b3 muted so the keys show" in done.stdout
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot_baked.blend"))
+    misses = _tip_misses(bpy, bpy.data.objects["Arm"], bpy.data.objects["Other"], range(1, 31))
+    assert misses.max() < 1e-5 * 2.2
