@@ -128,3 +128,27 @@ def test_review_target_on_the_command_line_over_a_chain_with_a_built_rig(blender
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot_baked.blend"))
     misses = _tip_misses(bpy, bpy.data.objects["Arm"], bpy.data.objects["Other"], range(1, 31))
     assert misses.max() < 1e-5 * 2.2
+
+
+def test_review_the_script_bakes_a_file_saved_in_edit_mode(blender, tmp_path):
+    """A shot saved with the armature in Edit Mode opens in Edit Mode, and bake_ik.py answered "Armature 'Arm' is in
+    Edit Mode: its bone edits are not applied to its bones yet; leave Edit Mode (Tab) first": on a farm, with nothing
+    to press. Saving wrote the edits to the bones; the script leaves Edit Mode and bakes."""
+    bpy = blender
+    arm, _ = _rig(bpy, "Arm", "Target")
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 30
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    arm.data.edit_bones["b3"].tail.y += 0.2  # an edit made in this session: saved with the file
+    shot = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot), copy=True)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    before = hashlib.sha256(shot.read_bytes()).hexdigest()
+    done = _run_script(tmp_path, "shot.blend")
+    assert done.returncode == 0, done.stderr
+    assert hashlib.sha256(shot.read_bytes()).hexdigest() == before
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot_baked.blend"))
+    arm = bpy.data.objects["Arm"]
+    assert abs(arm.data.bones["b3"].tail_local.y - 0.2) < 1e-6  # the edit is there
+    misses = _tip_misses(bpy, arm, bpy.data.objects["Target"], range(1, 31))
+    assert misses.max() < 1e-5 * 2.2
