@@ -295,6 +295,16 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
     return channels, values, direct, reasons, checks
 
 
+def check_scene(scene):
+    """A bake reads and checks what Blender evaluates, which is the window's scene (its view layer) only: another
+    scene's frame changes move nothing the bake reads, so its goals would be read where they stand."""
+    current = bpy.context.scene
+    if scene != current:
+        raise ChainError(f"Scene '{scene.name}' is not the scene Blender evaluates ('{current.name}'), so a bake "
+                         f"cannot read it frame by frame: make it the window's scene first (window.scene = "
+                         f"bpy.data.scenes['{scene.name}']), or bake the scene '{current.name}'")
+
+
 def _check_whole(what, value):
     """Keys go on whole frames: a script's 1.5 would otherwise reach the key writing (subframe keys, or an internal
     error), and NaN the frame arithmetic."""
@@ -353,6 +363,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                          f"{interpolation.title()}), or bake keys")
     if not specs:
         raise ChainError(f"Armature '{armature.name}' has no chain to bake: add one (or enable one)")
+    check_scene(scene)
     _check_range(scene, frame_start, frame_end, step, len(specs), output)
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.

@@ -896,6 +896,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
     if specs is None and not names and which not in ("ALL", "ACTIVE"):
         raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
+    bake.check_scene(scene)
     props.migrate_legacy(armature)
     props.follow_renames(props.bone_datas(armature), moved=False)
     start, end = bake.scene_range(scene)
@@ -916,8 +917,14 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
             chosen = [by_name[name] for name in names]
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
     _check_goals_not_live(scene, armature, specs)
-    # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted.
-    with _MutedRigs(armature, chosen) as muted:
+    # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted. Chains described
+    # directly (the command line's --target) take over the rigs of the list's chains on their bones the same way.
+    rigged = chosen
+    if not chosen:
+        bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
+        rigged = [chain_settings for chain_settings in armature.blender_ik.chains
+                  if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
+    with _MutedRigs(armature, rigged) as muted:
         result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,
                                   output)
         muted.keep = True

@@ -303,6 +303,15 @@ def _pause_for_tests(point, **facts):
         time.sleep(0.05)
 
 
+def _leave_edit_mode(bpy):
+    """A file saved in Edit Mode opens in it, where a bake refuses an armature (its bone edits may not be applied yet).
+    Saving wrote the edits to the bones, so leaving Edit Mode changes only the mode; a farm has no Tab key."""
+    active = bpy.context.view_layer.objects.active
+    if active is not None and active.mode == "EDIT":
+        with contextlib.suppress(RuntimeError), blender_quiet():  # else the bake says why it refuses
+            bpy.ops.object.mode_set(mode="OBJECT")
+
+
 def _save_copy(bpy, output, temporary=None):
     """Save the open file as ``output``, whole or not at all, leaving the open file (the input) as it is, and
     no ``.blend1``. Blender saves to a temporary name next to ``output`` (so that relative paths stay right),
@@ -358,6 +367,11 @@ def _file_chains(bpy, scene, args, path):
         if not armatures:
             raise UserError(f"{path}: no armature in the scene '{scene.name}' has IK chains; set them up in the "
                             "panel, or describe one with --armature, --target and --tip-bone")
+        if not args.chain:  # an armature whose chains are all unchecked in the list has nothing to bake by default
+            armatures = [obj for obj in armatures if any(c.enabled for c in obj.blender_ik.chains)]
+            if not armatures:
+                raise UserError(f"{path}: every IK chain in the scene '{scene.name}' is disabled; enable them in the "
+                                "panel's list, or name them with --chain")
     if not args.chain:
         return [(armature, None) for armature in armatures]
     wanted, found = list(dict.fromkeys(args.chain)), []
@@ -458,6 +472,7 @@ def bake_file(path, output, args):
         _pause_for_tests("bake")
         scene = bpy.context.scene
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
+        _leave_edit_mode(bpy)
         if args.target is not None:
             jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
         else:
