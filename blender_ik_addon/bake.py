@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 
 from . import keys, rotations, runtime, sampling
-from .chain import (AXES, ChainError, bone_path, evaluate_now, posers_read_once, prepare, rotation_path,
+from .chain import (AXES, ChainError, ChainSpec, bone_path, evaluate_now, posers_read_once, prepare, rotation_path,
                     rotation_values, set_rotation, solve_chain, verify_pose)
 from .report import compact_frames, frame_span
 
@@ -305,6 +305,20 @@ def check_scene(scene):
                          f"bpy.data.scenes['{scene.name}']), or bake the scene '{current.name}'")
 
 
+def check_armature(armature):
+    """A script's bake is of an armature object (a mesh, or a chain list, would fail deep inside with a traceback)."""
+    if not isinstance(armature, bpy.types.Object) or armature.type != "ARMATURE":
+        name = getattr(armature, "name", None)
+        raise ChainError(f"{repr(name) if isinstance(name, str) else repr(armature)} is not an armature object: bake "
+                         "the armature whose chains these are")
+
+
+def _check_specs(specs):
+    if not all(isinstance(spec, ChainSpec) for spec in specs):
+        raise ChainError("Chains to bake are given as ChainSpec values: props.chain_spec(chain_settings) makes one "
+                         "from a chain of the armature's list (or bake the list itself with ops.bake_armature)")
+
+
 def _check_whole(what, value):
     """Keys go on whole frames: a script's 1.5 would otherwise reach the key writing (subframe keys, or an internal
     error), and NaN the frame arithmetic."""
@@ -320,6 +334,7 @@ def _reading_posers_once(bake):
     """Run a bake with the armature's IK constraints read once (see chain.posers_read_once)."""
     @functools.wraps(bake)
     def baking(scene, armature, *args, **kwargs):
+        check_armature(armature)
         with posers_read_once(armature):
             return bake(scene, armature, *args, **kwargs)
     return baking
@@ -346,6 +361,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
     then holds the samples and nothing else: a channel with keys or samples outside the range is refused."""
     began = time.perf_counter()
+    specs = list(specs or ())
+    _check_specs(specs)
     for what, value in (("start frame", frame_start), ("end frame", frame_end), ("step", step)):
         _check_whole(what, value)
     if step < 1:

@@ -896,6 +896,9 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
     if specs is None and not names and which not in ("ALL", "ACTIVE"):
         raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
+    if isinstance(names, str):  # one chain's name, not its letters
+        names = [names]
+    bake.check_armature(armature)
     bake.check_scene(scene)
     props.migrate_legacy(armature)
     props.follow_renames(props.bone_datas(armature), moved=False)

@@ -590,3 +590,31 @@ def test_a_rebake_leaves_blender_no_relations_to_rebuild(blender, monkeypatch, o
                                                                                    first}
     assert {action.name for action in bpy.data.actions} == names
     check_replay(bpy, obj, target, result)
+
+
+@pytest.mark.parametrize("misuse", ["bake_chains of a mesh", "bake_armature of a mesh", "the chain list as specs",
+                                    "one name as a string"])
+def test_a_scripts_misuse_of_the_bake_api_is_refused_by_a_chain_error(blender, misuse):
+    """A script's mistakes reach the bake as a ChainError with what to do, nothing changed, not as a traceback from deep
+    inside (an AttributeError for a mesh, "no attribute 'goals'" for the chain list). One chain's name given as a
+    string is that chain, not its letters."""
+    bpy = blender
+    from blender_ik_addon import bake, ops, props
+    from blender_ik_addon.chain import ChainError
+    from rigs import arm_with_chain, pose_snapshot
+    obj, chain = arm_with_chain(bpy)
+    mesh = bpy.data.objects.new("Mesh", bpy.data.meshes.new("Mesh"))
+    scene = bpy.context.scene
+    scene.collection.objects.link(mesh)
+    before = pose_snapshot(obj)
+    if misuse == "one name as a string":
+        result = ops.bake_armature(scene, obj, names="arm", frame_start=1, frame_end=3)
+        assert [baked.spec.label for baked in result.chains] == ["arm"]
+        assert obj.animation_data is not None and obj.animation_data.action is not None
+        return
+    calls = {"bake_chains of a mesh": lambda: bake.bake_chains(scene, mesh, [props.chain_spec(chain)], 1, 5),
+             "bake_armature of a mesh": lambda: ops.bake_armature(scene, mesh),
+             "the chain list as specs": lambda: bake.bake_chains(scene, obj, obj.blender_ik.chains, 1, 5)}
+    with pytest.raises(ChainError, match="is not an armature object|given as ChainSpec values"):
+        calls[misuse]()
+    assert obj.animation_data is None and mesh.animation_data is None and pose_snapshot(obj) == before
