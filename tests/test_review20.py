@@ -1,0 +1,45 @@
+"""Review 20: Build Rig on real characters, as a rigger hands the rig over to animators, judged by what Blender
+evaluates and keys."""
+import numpy as np
+import pytest
+
+from rigs import arm_with_chain, tip_and_direction
+
+
+def _key_whole_character(bpy, obj):
+    """Insert Keyframe with the Whole Character keying set in Pose Mode, as an animator blocks a shot: the keying set
+    keys every bone whose name Rigify's prefixes (DEF, MCH, ORG...) do not mark as machinery, selected or not, shown
+    or hidden. Returns the keyed bones' names."""
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    window = bpy.context.window_manager.windows[0]
+    area = window.screen.areas[0]
+    area.type = "VIEW_3D"
+    region = next(region for region in area.regions if region.type == "WINDOW")
+    with bpy.context.temp_override(window=window, screen=window.screen, area=area, region=region):
+        assert bpy.ops.anim.keyframe_insert_by_name(type="WholeCharacter") == {"FINISHED"}
+    bpy.ops.object.mode_set(mode="OBJECT")
+    action = obj.animation_data.action
+    channels = action.layers[0].strips[0].channelbag(obj.animation_data.action_slot).fcurves \
+        if hasattr(action, "layers") and action.layers else action.fcurves
+    return {fcurve.data_path.split('"')[1] for fcurve in channels if fcurve.data_path.startswith("pose.bones[")}
+
+
+@pytest.mark.parametrize("plane, bend, roll", [("TARGET", "REST", "NONE"), ("PARENT", "TOWARD", "X")])
+def test_whole_character_keys_no_helper_bone(blender, plane, bend, roll):
+    """Blocking a shot with the Whole Character keying set keyed every hidden helper bone of a built rig (about 100
+    channels per chain, in the animator's action and Dope Sheet), and Remove Rig then left those F-curves pointing at
+    bones that no longer exist. The helpers' channels are the rig's, not the animator's: they are locked, which the
+    keying set respects, and the rig still follows its target."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+    obj, chain = arm_with_chain(bpy)
+    chain.plane, chain.bend, chain.roll_axis = plane, bend, roll
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    helpers = native_rig.helper_bones(obj, chain.name)
+    keyed = _key_whole_character(bpy, obj)
+    assert {"b1", "b2", "b3"} <= keyed  # the animator's bones are keyed
+    assert not keyed & helpers
+    chain.target.location.x -= 0.2
+    tip, _ = tip_and_direction(obj)
+    assert np.linalg.norm(tip - np.array(chain.target.matrix_world.translation)) < 1e-5
