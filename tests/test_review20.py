@@ -43,3 +43,36 @@ def test_whole_character_keys_no_helper_bone(blender, plane, bend, roll):
     chain.target.location.x -= 0.2
     tip, _ = tip_and_direction(obj)
     assert np.linalg.norm(tip - np.array(chain.target.matrix_world.translation)) < 1e-5
+
+
+def test_a_rig_rigify_re_generated_is_not_called_muted(blender):
+    """Rigify's re-generate rebuilds every bone of the generated rig: a built rig's helpers, constraints and drivers
+    went, its record stayed, and the panel said "Rig muted after a bake (the keys drive the chain)" where no key and no
+    rig drove the chain. It says the rig is gone now; Solve poses the chain, and Build Rig rebuilds the rig."""
+    bpy = blender
+    from blender_ik_addon import native_rig
+    from blender_ik_addon.ops import rig_state
+    from test_panel import draw_panels
+    bpy.ops.preferences.addon_enable(module="rigify")
+    bpy.ops.object.armature_basic_human_metarig_add()
+    metarig = bpy.context.object
+    assert bpy.ops.pose.rigify_generate() == {"FINISHED"}
+    rig = bpy.context.view_layer.objects.active
+    rig.data.bones.active = rig.data.bones["foot_heel_ik.L"]  # the one limb-like chain of Rigify's without constraints
+    assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    chain = rig.blender_ik.active_chain
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    bpy.context.view_layer.objects.active = metarig
+    assert bpy.ops.pose.rigify_generate() == {"FINISHED"}
+    assert not native_rig.helper_bones(rig, chain.name) & set(rig.data.bones.keys())  # Rigify dropped the helpers
+    bpy.context.view_layer.objects.active = rig
+    assert rig_state(rig, chain) == "GONE"
+    labels = " ".join(name for kind, name in draw_panels(bpy, rig) if kind == "label")
+    assert "muted" not in labels and "Build Rig again" in labels
+    assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}  # nothing else poses the chain
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    assert rig_state(rig, chain) == "BUILT"
+    chain.target.location.z += 0.05
+    tip, _ = tip_and_direction(rig, chain.tip_bone)
+    assert np.linalg.norm(tip - np.array(chain.target.matrix_world.translation)) < 1e-5
