@@ -45,14 +45,10 @@ def test_whole_character_keys_no_helper_bone(blender, plane, bend, roll):
     assert np.linalg.norm(tip - np.array(chain.target.matrix_world.translation)) < 1e-5
 
 
-def test_a_rig_rigify_re_generated_is_not_called_muted(blender):
-    """Rigify's re-generate rebuilds every bone of the generated rig: a built rig's helpers, constraints and drivers
-    went, its record stayed, and the panel said "Rig muted after a bake (the keys drive the chain)" where no key and no
-    rig drove the chain. It says the rig is gone now; Solve poses the chain, and Build Rig rebuilds the rig."""
-    bpy = blender
+def _rigify_rig_re_generated(bpy):
+    """Rigify's basic human, generated; a chain with a built rig on the generated rig; then Rigify's re-generate.
+    Returns (generated rig, chain settings)."""
     from blender_ik_addon import native_rig
-    from blender_ik_addon.ops import rig_state
-    from test_panel import draw_panels
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_basic_human_metarig_add()
     metarig = bpy.context.object
@@ -67,6 +63,17 @@ def test_a_rig_rigify_re_generated_is_not_called_muted(blender):
     assert bpy.ops.pose.rigify_generate() == {"FINISHED"}
     assert not native_rig.helper_bones(rig, chain.name) & set(rig.data.bones.keys())  # Rigify dropped the helpers
     bpy.context.view_layer.objects.active = rig
+    return rig, chain
+
+
+def test_a_rig_rigify_re_generated_is_not_called_muted(blender):
+    """Rigify's re-generate rebuilds every bone of the generated rig: a built rig's helpers, constraints and drivers
+    went, its record stayed, and the panel said "Rig muted after a bake (the keys drive the chain)" where no key and no
+    rig drove the chain. It says the rig is gone now; Solve poses the chain, and Build Rig rebuilds the rig."""
+    bpy = blender
+    from blender_ik_addon.ops import rig_state
+    from test_panel import draw_panels
+    rig, chain = _rigify_rig_re_generated(bpy)
     assert rig_state(rig, chain) == "GONE"
     labels = " ".join(name for kind, name in draw_panels(bpy, rig) if kind == "label")
     assert "muted" not in labels and "Build Rig again" in labels
@@ -76,3 +83,13 @@ def test_a_rig_rigify_re_generated_is_not_called_muted(blender):
     chain.target.location.z += 0.05
     tip, _ = tip_and_direction(rig, chain.tip_bone)
     assert np.linalg.norm(tip - np.array(chain.target.matrix_world.translation)) < 1e-5
+
+
+def test_a_bake_of_a_chain_whose_rig_is_gone_does_not_say_it_muted_it(blender, capfd):
+    """Baking the chain after Rigify's re-generate reported "the built rig of foot_heel_ik.L muted so the keys show
+    (Build Rig unmutes)": there was no rig left to mute."""
+    bpy = blender
+    rig, chain = _rigify_rig_re_generated(bpy)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3) == {"FINISHED"}
+    assert "muted" not in capfd.readouterr().out
