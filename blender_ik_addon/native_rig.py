@@ -413,6 +413,10 @@ def _add_rig(armature, chain, spec, geometry, names, entry):
     helper = {role: bones[name] for role, name in names.items()}
     for pose_bone in helper.values():
         pose_bone.rotation_mode = "QUATERNION"
+        # The rig's channels, not the animator's: locked, they are left out by keying sets (Whole Character keys
+        # every bone, hidden or not, whose name is not Rigify's DEF-, MCH-, ORG-...) and by the transform tools.
+        pose_bone.lock_location = pose_bone.lock_rotation = pose_bone.lock_scale = (True, True, True)
+        pose_bone.lock_rotation_w = pose_bone.lock_rotations_4d = True
     first = bones[chain.names[0]]
 
     if not armature.data.bones[chain.names[0]].use_connect:  # B's head follows the first bone's location

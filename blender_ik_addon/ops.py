@@ -166,7 +166,7 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         chosen = _chain_settings(armature, self.chains)
-        built = [c.name for c in _built_settings(armature, chosen) if rig_state(armature, c) != "MUTED"]
+        built = [c.name for c in _built_settings(armature, chosen) if rig_state(armature, c) not in ("MUTED", "GONE")]
         if built:
             raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
                              f"{'have' if len(built) > 1 else 'has'} a built rig, which solves by itself; remove "
@@ -635,13 +635,14 @@ def rig_signature(armature, chain_settings):
 
 
 def rig_state(armature, chain_settings):
-    """'NONE', 'BUILT', 'MUTED' (after a bake: the keys drive the chain) or 'STALE' (a setting or the rest
-    pose changed since it was built)."""
+    """'NONE', 'BUILT', 'MUTED' (after a bake: the keys drive the chain), 'GONE' (its record is left, its
+    constraints are not: Rigify's re-generate rebuilt every bone) or 'STALE' (a setting or the rest pose changed since
+    it was built)."""
     name = props.rig_key(chain_settings)
     if not native_rig.is_built(armature, name):
         return "NONE"
     if not native_rig.is_active(armature, name):
-        return "MUTED"
+        return "MUTED" if native_rig.rig_constraints(armature, name) else "GONE"
     pole = (chain_settings.pole, chain_settings.pole_bone) if chain_settings.plane == "POLE" else (None, "")
     # A deleted goal leaves the rig's constraints and the settings pointing at nothing alike: the rig solves nothing.
     goals_set = chain_settings.target is not None and (chain_settings.plane != "POLE" or pole[0] is not None)
@@ -931,7 +932,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
         result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,
                                   output)
         muted.keep = True
-    result.rigs_muted = muted.names
+    result.rigs_muted = [name for name in muted.names if muted.muted[name]]  # a rig whose constraints are gone: none
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
     bones = {name for chain in result.chains for name in chain.bones}
     for chain_settings in armature.blender_ik.chains:

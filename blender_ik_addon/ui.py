@@ -12,10 +12,11 @@ from .props import chain_spec
 from .report import distance_text
 
 STATUS_ICONS = {runtime.REACHED: "CHECKMARK", runtime.OUT_OF_REACH: "ORIENTATION_GLOBAL", runtime.ERROR: "ERROR"}
-RIG_ICONS = {"BUILT": "CONSTRAINT_BONE", "STALE": "ERROR", "MUTED": "HIDE_ON"}
+RIG_ICONS = {"BUILT": "CONSTRAINT_BONE", "STALE": "ERROR", "MUTED": "HIDE_ON", "GONE": "ERROR"}
 RIG_TEXT = {"BUILT": "Rig built: Blender evaluates this chain by itself",
             "STALE": "Rig out of date (a setting or the rest pose changed): Build Rig again",
-            "MUTED": "Rig muted after a bake (the keys drive the chain): Build Rig to use it again"}
+            "MUTED": "Rig muted after a bake (the keys drive the chain): Build Rig to use it again",
+            "GONE": "Rig's constraints are gone (the armature was re-generated?): Build Rig again, or Remove Rig"}
 ANGLE_LABELS = ("Yaw θy", "θ0", "θ1", "Wrist θ2", "Roll β")
 PAST_ICON = "FILE_REFRESH"  # a read-out Blender no longer shows
 
