@@ -10,8 +10,11 @@ from rigs import add_empty, arm_with_chain
 def _ui_push(message):
     """Push an undo step as Blender's interface does after an edit in the Properties editor or the Outliner (or an
     operator such as leaving Edit Mode): before the depsgraph update that runs the add-on's handlers.
-    ``bpy.ops.ed.undo_push`` updates the view layer first, which the interface does not."""
+    ``bpy.ops.ed.undo_push`` updates the view layer first, which the interface does not; bpy 5.2 has no other way to
+    call it from Python."""
     from _bpy import ops
+    if not hasattr(ops, "call"):
+        pytest.skip("bpy 5.2 updates the view layer before every operator called from Python")
     ops.call("ed.undo_push", {"message": message})
 
 
