@@ -474,6 +474,7 @@ def on_data_replaced(*_args):
 def on_load(*_args):
     """A new file: move a 0.1 file's settings into its chain lists now, before anyone reads them."""
     on_data_replaced()
+    props.forget_bones(renames=True)
     runtime.forget()
     with runtime.paused():
         props.migrate_all()
@@ -528,4 +529,4 @@ def unregister():
     _armature_read.clear()
     _view_layers.clear()
     forget_read_chains()
-    props.forget_bones()
+    props.forget_bones(renames=True)

@@ -288,6 +288,11 @@ def migrate_all():
 # Edit Mode); a name whose bone is no longer where it was moves to the one name now there (see _renames). Anything less
 # clear changes nothing, and the chain names the bone it no longer finds.
 _bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail}, in Edit Mode then)
+# Armature datablock session_uid (which undo keeps) -> {old name: (new name, the bone's head and tail)} of every rename
+# followed in this session. The interface pushes a rename's undo step before the update that follows it, so that step
+# (undone to, or redone) has the bone renamed and the settings still on the old name; the first look after an undo
+# follows these renames again.
+_renamed = {}
 _BONE_SETTINGS = (("tip_bone", None), ("target_bone", "target"), ("pole_bone", "pole"))
 
 
@@ -369,26 +374,56 @@ def follow_renames(datas=None, moved=True, seen_only=False):
         if before is not None and before[0] == names and not (moved and (editing or before[2])):
             continue
         now = _bones_seen[key] = names, _bone_ends(data, names), editing
-        if before is None or before[0] == names:
+        if before is None:  # after a load, an undo or a redo
+            changed += _point_at(data, _recorded_renames(data, now[1]))
+            continue
+        if before[0] == names:
             continue
         renames = _renames(before, now)
-        if not renames:
-            continue
-        for obj in _chain_owners():
-            for chain_settings in obj.blender_ik.chains:
-                for attribute, role in _BONE_SETTINGS:
-                    owner = obj if role is None else getattr(chain_settings, role)
-                    name = getattr(chain_settings, attribute)
-                    if (owner is not None and owner.type == "ARMATURE" and owner.data == data
-                            and name in renames):
-                        setattr(chain_settings, attribute, renames[name])
-                        changed += 1
+        if renames:
+            _renamed.setdefault(data.session_uid, {}).update((old, (new, now[1][new])) for old, new in renames.items())
+            changed += _point_at(data, renames)
     return changed
 
 
-def forget_bones():
-    """After a file load, an undo or a redo: the remembered bones may be another file's, or the future's."""
+def _recorded_renames(data, ends):
+    """{old name: its name now} for the names gone from ``data`` (``ends``: its bones' heads and tails by name) that
+    renames followed earlier in the session lead to a bone it has, where that rename left it: an undo or redo back to a
+    rename's own step."""
+    recorded, found = _renamed.get(data.session_uid, {}), {}
+    for old in recorded:
+        name, place, seen = old, None, {old}
+        while name not in ends and name in recorded and recorded[name][0] not in seen:
+            name, place = recorded[name]
+            seen.add(name)
+        if old not in ends and name in ends and ends[name] == place:
+            found[old] = name
+    return found
+
+
+def _point_at(data, renames):
+    """Point the chains' bone settings naming a bone of ``data`` at its new name (``renames``: {old: new}); returns how
+    many changed."""
+    changed = 0
+    if not renames:
+        return changed
+    for obj in _chain_owners():
+        for chain_settings in obj.blender_ik.chains:
+            for attribute, role in _BONE_SETTINGS:
+                owner = obj if role is None else getattr(chain_settings, role)
+                name = getattr(chain_settings, attribute)
+                if owner is not None and owner.type == "ARMATURE" and owner.data == data and name in renames:
+                    setattr(chain_settings, attribute, renames[name])
+                    changed += 1
+    return changed
+
+
+def forget_bones(renames=False):
+    """After a file load, an undo or a redo: the remembered bones may be another file's, or the future's. ``renames``:
+    the renames followed too (a new file, or unregistering: an undo keeps them, see _renamed)."""
     _bones_seen.clear()
+    if renames:
+        _renamed.clear()
 
 
 classes = (BLENDER_IK_PG_chain, BLENDER_IK_PG_settings)
