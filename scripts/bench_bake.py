@@ -204,6 +204,9 @@ def bake_ours(armature, targets, frames, up_axis):
         settings.up_axis = up_axis
     bpy.context.view_layer.objects.active = armature
     armature.select_set(True)
+    # Evaluated before the bake, as when a user presses Bake: Blender updates the armature for a setting changed
+    # (the nla.bake side's set-up is evaluated by its mode_set).
+    bpy.context.view_layer.update()
     start = time.perf_counter()
     result = bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL")
     seconds = time.perf_counter() - start

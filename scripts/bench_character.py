@@ -94,6 +94,9 @@ def bake_ours(path, frames):
         settings.name = settings.tip_bone = TIP
         settings.target = target
         settings.up_axis = "Y"
+        # Evaluated before the bake, as when a user presses Bake: Blender updates the armature for a setting changed
+        # (the nla.bake side's set-up is evaluated by its mode_set).
+        bpy.context.view_layer.update()
         first = timed(lambda: bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL"))
         again = timed(lambda: bpy.ops.blender_ik.bake(frame_start=1, frame_end=frames, step=1, chains="ALL"))
     finally:
