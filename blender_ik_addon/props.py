@@ -68,9 +68,12 @@ def _enabled_changed(chain_settings, context):
 
 
 def _setting_changed(chain_settings, context):
-    """A live chain's setting changed: have Blender update the armature, so that Live sees it. The panel's edits get
-    that update from Blender, a script's do not (Blender tags an ID for a property edited in the UI only): a script that
-    retargeted a live chain, or changed its up axis, left the chain where it was until something else moved."""
+    """A live chain's setting changed: have Blender update the armature, so that Live sees it. Without an update
+    callback, a script's change tagged nothing (Blender tags the ID for a property edited in the UI only): a script that
+    retargeted a live chain, or changed its up axis, left the chain where it was until something else moved. With one,
+    Blender itself tags the owner for a full update on every set, from the UI or a script (rna_property_update does so
+    for every ID property: measured on 4.2, 5.0 and 5.2), so a set-up's first update evaluates the armature; the tag
+    here says what this callback is for, and holds should Blender stop doing it."""
     if chain_settings.live and chain_settings.enabled:
         chain_settings.id_data.update_tag(refresh={"OBJECT"})
 
