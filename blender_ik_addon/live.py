@@ -523,10 +523,5 @@ def unregister():
         while handler in handlers:
             handlers.remove(handler)
     _live.clear()
-    _last_inputs.clear()
-    _validated.clear()
-    _bases.clear()
-    _armature_read.clear()
-    _view_layers.clear()
-    forget_read_chains()
+    on_data_replaced()  # every cache it clears
     props.forget_bones(renames=True)
