@@ -22,7 +22,7 @@ from bpy.utils import escape_identifier
 from mathutils import Matrix, Vector
 
 from . import rotations
-from .report import compact_frames
+from .report import compact_frames, distance_text
 from .solver import SolverInputError, _ops, plane_tolerance, solve_floats, solve_three_link
 from .solver._ops import (add, any_perpendicular, combine, cross, dot, normalize_or, reject, scale, select,
                           sub)
@@ -1545,7 +1545,8 @@ def verify_pose(chain, solution, index=0, middle=False):
     reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
     scale = max(reach, joints[3].length)
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
-        raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {distance:.3g} from where the solve put it "
+        away = distance_text(bpy.context.scene, chain.armature, distance)  # in the scene's units, as Blender shows them
+        raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {away} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
                          "result in a way the add-on cannot follow; nothing was changed")
     if not middle:
@@ -1553,6 +1554,7 @@ def verify_pose(chain, solution, index=0, middle=False):
     if (joints[2] - joints[0]).length > 0.01 * reach:
         off = (chain.pose_bones[1].head - joints[1]).length
         if not off <= POSE_TOLERANCE * scale:
-            raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {off:.3g} from where the solve put "
+            away = distance_text(bpy.context.scene, chain.armature, off)
+            raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {away} from where the solve put "
                              "it, with the tip on it: the chain bends in another plane than the solve's; nothing was "
                              "changed")

@@ -419,14 +419,20 @@ def test_the_bake_checks_what_blender_shows_and_puts_everything_back(blender, mo
         assert [slot.handle for slot in obj.animation_data.action.slots] == slots
 
 
-def test_solve_checks_what_blender_shows(blender):
+@pytest.mark.parametrize("units, shown", [("NONE", r"\d+(\.\d+)?"), ("METRIC", r"\d+(\.\d+)? cm")])
+def test_solve_checks_what_blender_shows(blender, units, shown):
+    """The refusal says how far off Blender shows the tip in the scene's units, as the read-out does (a scene in
+    centimetres, Unit Scale 0.01: cm; it gave a bare armature-space number)."""
     bpy = blender
     obj, target = arm_with_target(bpy, **FOUR_BONES)
+    bpy.context.scene.unit_settings.system = units
+    bpy.context.scene.unit_settings.scale_length = 0.01
     ik_below_the_chain(obj)
     bpy.context.view_layer.update()
     before = pose_snapshot(obj)
-    with pytest.raises(RuntimeError, match="Blender shows the tip of 'b3' .* something in the scene changes the "
-                                           "result in a way the add-on cannot follow; nothing was changed"):
+    with pytest.raises(RuntimeError, match=f"Blender shows the tip of 'b3' {shown} from where the solve put it .* "
+                                           "something in the scene changes the result in a way the add-on cannot "
+                                           "follow; nothing was changed"):
         bpy.ops.blender_ik.solve()
     assert pose_snapshot(obj) == before
 
