@@ -23,9 +23,9 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
-                    check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets, order,
-                    pose_chain, read_chain, set_rotation, solve_current, verify_pose, with_armature,
-                    write_rotations)
+                    check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets,
+                    hangs_below, order, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
+                    with_armature, write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -35,6 +35,7 @@ _validated = {}  # (armature name, chain name) -> its Chain, validated (goals to
 _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object) when read, _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
+_looped = {}  # (armature name, chain name) -> why: chains hanging from each other in a loop across armatures (_loops)
 # Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
 # made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
 _frame_changes = [0]
@@ -247,6 +248,9 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         if spec.label == duplicate:  # names key Live's state: two chains of one name would overwrite each other
             errors[spec] = f"Two chains are named '{duplicate}': rename one"
             continue
+        if key in _looped:
+            errors[spec] = _looped[key]
+            continue
         inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
         same_validation = last is not None and last[0] == inputs[0]  # compared once: it holds the chain's bones
@@ -320,6 +324,47 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         _validated.pop(key, None)
         runtime.store_error(armature, spec.label, message)
     return posed
+
+
+def _loops(armatures):
+    """The live chains (``(armature name, chain name)`` -> why) of ``armatures`` (``(armature, live chains)``) that hang
+    from each other's bones or goals in a loop that crosses armatures (a handshake: each hand's target on the other
+    figure's hand), as chain.order refuses such a loop within one armature: posing one moves the other's goal and back,
+    so no order solves them. Read only while such a loop may be there (see :func:`follow`)."""
+    reader, nodes = CouplingReader(), []
+    for armature, live_chains in armatures:
+        for chain_settings in live_chains:
+            spec = props.chain_spec(chain_settings)
+            try:
+                first = chain_names(armature, spec.tip_bone)[0]
+            except ChainError:
+                continue  # refused by its own solve
+            moved = [(armature, first)] + [(obj, bone_name) for _, obj, bone_name in spec.goals() if obj is not None]
+            moved += followed_targets(reader.bone_targets(armature, first) + goal_constraint_targets(spec, reader),
+                                      reader)
+            nodes.append((armature, spec.label, first, moved))
+    follows = [{other for other, (armature, _, first, _) in enumerate(nodes) if other != index and any(
+        hangs_below(armature, first, obj, bone_name) is not None for obj, bone_name in node[3])}
+        for index, node in enumerate(nodes)]
+    reach = []
+    for index in range(len(nodes)):
+        seen, waiting = set(), list(follows[index])
+        while waiting:
+            other = waiting.pop()
+            if other not in seen:
+                seen.add(other)
+                waiting += follows[other]
+        reach.append(seen)
+    looped = {}
+    for index, (armature, label, _, _) in enumerate(nodes):
+        loop = sorted((other for other in reach[index] if index in reach[other]),
+                      key=lambda other: (nodes[other][0].name, nodes[other][1]))
+        if any(nodes[other][0] != armature for other in loop):
+            names = ", ".join(f"'{nodes[other][1]}' of '{nodes[other][0].name}'" for other in loop)
+            looped[(armature.name, label)] = (
+                f"Chains {names} hang from each other's bones or targets in a loop across armatures; none can be "
+                "solved first: turn Live off on one of them, or hang its target elsewhere")
+    return looped
 
 
 def _has_live(obj):
@@ -425,6 +470,10 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
             armatures.append((armature, live_chains))
         elif where == "scene":
             _not_evaluated(armature, live_chains)
+    if _looped:  # a loop found before: is it still there (a target hung elsewhere, a Live turned off)?
+        _looped.clear()
+        if len(armatures) > 1:
+            _looped.update(_loops(armatures))
     with runtime.paused(counted=False):
         if render and armatures:
             evaluate_now()  # the goals and parent bones Live reads show this frame, not the last rendered one
@@ -439,6 +488,16 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
             if not posed or len(armatures) < 2:
                 break
             updated = None
+        else:
+            # Every pass posed something: armatures may follow each other in a loop, which no number of passes settles.
+            # Its chains are refused from now on, while it lasts; the others were solved.
+            if len(armatures) > 1:
+                _looped.update(_loops(armatures))
+                for (name, label), message in _looped.items():
+                    armature = next(armature for armature, _ in armatures if armature.name == name)
+                    _last_inputs.pop((name, label), None)
+                    _validated.pop((name, label), None)
+                    runtime.store_error(armature, label, message)
 
 
 @persistent
@@ -466,6 +525,7 @@ def on_data_replaced(*_args):
     _bases.clear()
     _armature_read.clear()
     _view_layers.clear()
+    _looped.clear()
     forget_read_chains()
     props.forget_bones()
 
@@ -484,6 +544,7 @@ def on_load(*_args):
 def live_changed(armature):
     """A chain's ``live`` setting changed: start following (solving at once) or stop."""
     _stale[0] = True
+    _looped.clear()  # a loop across armatures is found again, if it is still there
     for key in [key for key in _last_inputs if key[0] == armature.name]:
         del _last_inputs[key]
     for chain_settings in _live_chains(armature):
