@@ -8,7 +8,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, base_matrix, chain_names, check_armature_scale,
+from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, chain_names, check_armature_scale,
                     check_goals_evaluated, enabled_collections, evaluate_now, followed_targets, goal_constraint_targets,
                     goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
                     set_rotation, solve_current, verify_pose, write_rotations)
@@ -569,16 +569,18 @@ def _movable_pole(armature, chain_settings, pole):
 
 def pole_offset(chain, heads, length):
     """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
-    from the base→wrist line to about the chain's length (for a straight chain, toward the side the rest
-    bend would take it)."""
+    from the base→wrist line to about the chain's length (for a straight chain, toward the side it would bend
+    to as posed now)."""
     axis = heads[2] - heads[0]
     axis_length = np.linalg.norm(axis)
     axis = axis / axis_length if axis_length > 1e-9 * length else np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
     middle = heads[1] - heads[0]
     side = middle - axis * np.dot(middle, axis)
-    if np.linalg.norm(side) <= 1e-6 * length:  # straight: the side the rest bend-plane normal gives
-        base_rotation = base_matrix(chain)[:3, :3]
-        normal = base_rotation @ chain.rest_normals[0]
+    if np.linalg.norm(side) <= 1e-6 * length:
+        # Straight: no middle joint to go by, but each bone carries its rest bend-plane normal, so the first bone's
+        # pose gives the plane it is in now (a Target Axis plane, an Away bend's flipped one), not the rest plane.
+        first_rotation = np.array(chain.pose_bones[0].matrix.to_3x3().normalized())
+        normal = first_rotation @ chain.rest_normals[0]
         side = np.cross(normal, axis)
     side /= np.linalg.norm(side)
     return axis * np.dot(middle, axis) + side * length
