@@ -65,3 +65,47 @@ def test_place_pole_on_a_straight_chain_leaves_the_pose_and_the_bend_side(blende
     cosine = np.dot(side_before, side_after) / np.linalg.norm(side_before) / np.linalg.norm(side_after)
     # (the wrist moves off the pole's plane a little as the target comes closer: the foot is not along the line)
     assert cosine > 0.99, "the knee bends to another side with the pole than before it"
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("plane", ["TARGET", "POLE"])
+@pytest.mark.parametrize("how", ["solve", "live"])
+def test_a_plane_reference_on_the_base_wrist_line_keeps_the_previous_plane(blender, plane, seed, how):
+    """The README: degenerate input (the up axis along the arm, a pole on the base-wrist line: snapped to the wrist, or
+    beyond it) "keeps the previous bend plane". Blender stores the goals in float32, so a reference put on the line
+    is a few 1e-8 off it, which must not pick a plane of its own at any angle."""
+    from mathutils import Vector
+
+    from rigs import add_empty
+    bpy = blender
+    rng = np.random.default_rng(seed)
+    obj = build_arm()
+    obj.location, obj.rotation_euler = tuple(rng.normal(size=3)), tuple(rng.uniform(-3.0, 3.0, 3))
+    bpy.context.view_layer.objects.active = obj
+    chain = obj.blender_ik.chains.add()
+    chain.name = chain.tip_bone = "b3"
+    chain.plane = plane
+    bpy.context.view_layer.update()
+    base = np.array(obj.matrix_world @ obj.pose.bones["b1"].head)
+    direction = rng.normal(size=3)
+    chain.target = target = add_empty("T", tuple(base + 1.5 * direction / np.linalg.norm(direction)),
+                                      tuple(rng.uniform(-3.0, 3.0, 3)))
+    if plane == "POLE":
+        chain.pole = pole = add_empty("P", tuple(base + rng.normal(size=3)))
+    chain.live = how == "live"
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    side = middle_side(bpy, obj)
+    wrist = world_matrices(bpy, obj)[2, :3, 3]
+    axis = (wrist - base) / np.linalg.norm(wrist - base)
+    if plane == "POLE":  # the pole onto the line: at the wrist, or beyond it
+        pole.location = tuple(base + (wrist - base) * (1.0 + seed / 2.0))
+    else:  # the target turned so that its up axis runs along the line, the wrist where it was
+        target.rotation_euler = Vector((0.0, 0.0, 1.0)).rotation_difference(Vector(axis)).to_euler()
+        target.location = tuple(wrist + obj.data.bones["b3"].length * obj.matrix_world.median_scale * axis)
+    bpy.context.view_layer.update()
+    if how == "solve":
+        bpy.ops.blender_ik.solve()
+    new_side = middle_side(bpy, obj)
+    cosine = np.dot(side, new_side) / np.linalg.norm(side) / np.linalg.norm(new_side)
+    assert cosine > 0.9999, f"the middle joint turned {np.degrees(np.arccos(np.clip(cosine, -1, 1))):.1f}° about the line"
