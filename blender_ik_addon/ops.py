@@ -466,6 +466,9 @@ def _mirror_parent(source, mirrored, matrix):
     mirrored.matrix_world = matrix
 
 
+_FLIPPED_X = {"X": "-X", "-X": "X"}
+
+
 class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
     """Add the mirror image of the active chain on the other side (.L/.R, _L/_R, Left/Right), with mirrored
     target and pole Empties and the same settings"""
@@ -501,6 +504,11 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             else:
                 goals[role] = obj
         values = {key: getattr(source, key) for key in ("enabled", "up_axis", "plane", "bend", "roll_axis")}
+        if isinstance(goals.get("target"), tuple):
+            # Blender mirrors a bone (Symmetrize, X-Axis Mirror, Paste Flipped) with its X axis turned around, unlike
+            # the Empties made below: the mirror bone's X is the opposite of the source's mirror image.
+            for key in ("up_axis", "roll_axis"):
+                values[key] = _FLIPPED_X.get(values[key], values[key])
         for role, goal in list(goals.items()):
             if isinstance(goal, tuple):
                 continue

@@ -109,3 +109,49 @@ def test_a_plane_reference_on_the_base_wrist_line_keeps_the_previous_plane(blend
     new_side = middle_side(bpy, obj)
     cosine = np.dot(side, new_side) / np.linalg.norm(side) / np.linalg.norm(new_side)
     assert cosine > 0.9999, f"the middle joint turned {np.degrees(np.arccos(np.clip(cosine, -1, 1))):.1f}° about the line"
+
+
+@pytest.mark.parametrize("up_axis, roll_axis", [("X", "NONE"), ("-X", "Z"), ("Y", "X"), ("Z", "-X"), ("Y", "Z")])
+@pytest.mark.parametrize("holder", ["own", "other"])
+def test_mirror_chain_onto_control_bones_mirrors_the_arm(blender, up_axis, roll_axis, holder):
+    """Control bones made by Blender's Symmetrize (or X-Axis Mirror) are mirror images with their X axes turned
+    around (Blender's convention for bones: a mirrored bone's Y and Z are the mirror images, its X the opposite). The
+    mirrored chain's arm must be the mirror image of the original (every joint, and the hand's roll), whichever
+    target axes the chain points and rolls the hand along."""
+    from scenes import build_figure
+    bpy = blender
+    obj = build_figure()
+    controls = obj
+    if holder == "other":
+        controls = bpy.data.objects.new("Controls", bpy.data.armatures.new("Controls"))
+        bpy.context.scene.collection.objects.link(controls)
+    bpy.context.view_layer.objects.active = controls
+    bpy.ops.object.mode_set(mode="EDIT")
+    for name, head, tail, roll in (("ctrl.L", (0.3, -0.2, 1.0), (0.35, -0.3, 1.15), 0.4),
+                                   ("pole.L", (0.3, 0.6, 1.2), (0.3, 0.6, 1.3), 0.0)):
+        bone = controls.data.edit_bones.new(name)
+        bone.head, bone.tail, bone.roll = head, tail, roll
+    bpy.ops.armature.select_all(action="SELECT")
+    bpy.ops.armature.symmetrize()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = obj
+    obj.data.bones.active = obj.data.bones["hand.L"]
+    assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+    chain = obj.blender_ik.active_chain
+    chain.plane, chain.up_axis, chain.roll_axis = "POLE", up_axis, roll_axis
+    chain.target, chain.target_bone, chain.pole, chain.pole_bone = controls, "ctrl.L", controls, "pole.L"
+    assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
+    mirrored = obj.blender_ik.active_chain
+    assert (mirrored.target_bone, mirrored.pole_bone) == ("ctrl.R", "pole.R")
+    assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    bpy.context.view_layer.update()
+    flip = np.diag([-1.0, 1.0, 1.0])
+    for name in ("upper_arm.L", "forearm.L", "hand.L"):
+        left, right = obj.pose.bones[name], obj.pose.bones[bpy.utils.flip_name(name)]
+        for end in ("head", "tail"):
+            assert np.allclose(flip @ np.array(getattr(left, end)), np.array(getattr(right, end)), atol=1e-5), \
+                (name, end)
+    left, right = (np.array(obj.pose.bones[name].matrix.to_3x3()) for name in ("hand.L", "hand.R"))
+    image = flip @ left
+    image[:, 0] *= -1.0  # a bone's mirror image, as Blender mirrors bones
+    assert np.allclose(image, right, atol=1e-5), "the right hand is rolled against the left one's mirror image"
