@@ -38,12 +38,17 @@ ANGLE_TOLERANCE = 1e-3
 # "PARENT": within this angle of the carried hinge axis the plane would spin (it turns up to 1/sin δ as fast
 # as the wrist direction); there the previous sample's plane is kept instead.
 PARENT_SINGULAR_TOLERANCE = math.radians(5.0)
+# "TARGET" and "POLE": the up axis or the pole put on the base-wrist line (the README's degenerate input, which keeps
+# the previous plane) reaches the solver a few 1e-8 off it, Blender storing goals and poses in float32, and would pick
+# a plane at any angle from that noise; within this angle of the line the previous plane is kept.
+GOAL_SINGULAR_TOLERANCE = math.radians(0.01)
 # A tip this close to its target, relative to the chain's reach, counts as on it: Blender stores the target's place and
 # the bones' lengths in float32 (7 digits), so a target put at the tip of a straight chain (Add Target) lands a few
 # 1e-9 beyond its reach, which the solver's own slack (1e-10) calls out of reach, "by 0 m".
 REACH_RESOLUTION = 1e-6
 # The solver's plane tolerance for each singular angle a plane setting gives it, worked out once.
-_PLANE_TOLERANCES = {angle: plane_tolerance(angle) for angle in (0.0, PARENT_SINGULAR_TOLERANCE)}
+_PLANE_TOLERANCES = {angle: plane_tolerance(angle)
+                     for angle in (0.0, GOAL_SINGULAR_TOLERANCE, PARENT_SINGULAR_TOLERANCE)}
 # A bone's own axes as frames() orders them: Y along the bone, Z toward the roll axis, Y × Z = X.
 BONE_FRAME = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # columns Y, Z, X
 _BONE_FRAME_ROWS = tuple(map(tuple, BONE_FRAME.tolist()))
@@ -1091,7 +1096,7 @@ def _frame(ops, direction, normal):
 def _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up):
     """The solver's plane settings for ``spec`` (component tuples): ``(plane, bend_toward, extra keywords)``."""
     if spec.plane != "PARENT":
-        return spec.plane, bend_toward(chain, spec), {}
+        return spec.plane, bend_toward(chain, spec), {"singular_tolerance": GOAL_SINGULAR_TOLERANCE}
     # The rest hinge axis, carried by the parent's pose: the knee turns with the hips, and the foot's
     # direction never flips it. "REST" keeps the rest side (the normal's orientation); "TOWARD" and
     # "AWAY" pick, per sample, the side of that plane the up axis is on, or the other.

@@ -8,7 +8,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, base_matrix, chain_names, check_armature_scale,
+from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, chain_names, check_armature_scale,
                     check_goals_evaluated, enabled_collections, evaluate_now, followed_targets, goal_constraint_targets,
                     goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
                     set_rotation, solve_current, verify_pose, write_rotations)
@@ -466,6 +466,9 @@ def _mirror_parent(source, mirrored, matrix):
     mirrored.matrix_world = matrix
 
 
+_FLIPPED_X = {"X": "-X", "-X": "X"}
+
+
 class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
     """Add the mirror image of the active chain on the other side (.L/.R, _L/_R, Left/Right), with mirrored
     target and pole Empties and the same settings"""
@@ -501,6 +504,11 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             else:
                 goals[role] = obj
         values = {key: getattr(source, key) for key in ("enabled", "up_axis", "plane", "bend", "roll_axis")}
+        if isinstance(goals.get("target"), tuple):
+            # Blender mirrors a bone (Symmetrize, X-Axis Mirror, Paste Flipped) with its X axis turned around, unlike
+            # the Empties made below: the mirror bone's X is the opposite of the source's mirror image.
+            for key in ("up_axis", "roll_axis"):
+                values[key] = _FLIPPED_X.get(values[key], values[key])
         for role, goal in list(goals.items()):
             if isinstance(goal, tuple):
                 continue
@@ -569,16 +577,18 @@ def _movable_pole(armature, chain_settings, pole):
 
 def pole_offset(chain, heads, length):
     """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
-    from the base→wrist line to about the chain's length (for a straight chain, toward the side the rest
-    bend would take it)."""
+    from the base→wrist line to about the chain's length (for a straight chain, toward the side it would bend
+    to as posed now)."""
     axis = heads[2] - heads[0]
     axis_length = np.linalg.norm(axis)
     axis = axis / axis_length if axis_length > 1e-9 * length else np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
     middle = heads[1] - heads[0]
     side = middle - axis * np.dot(middle, axis)
-    if np.linalg.norm(side) <= 1e-6 * length:  # straight: the side the rest bend-plane normal gives
-        base_rotation = base_matrix(chain)[:3, :3]
-        normal = base_rotation @ chain.rest_normals[0]
+    if np.linalg.norm(side) <= 1e-6 * length:
+        # Straight: no middle joint to go by, but each bone carries its rest bend-plane normal, so the first bone's
+        # pose gives the plane it is in now (a Target Axis plane, an Away bend's flipped one), not the rest plane.
+        first_rotation = np.array(chain.pose_bones[0].matrix.to_3x3().normalized())
+        normal = first_rotation @ chain.rest_normals[0]
         side = np.cross(normal, axis)
     side /= np.linalg.norm(side)
     return axis * np.dot(middle, axis) + side * length
