@@ -52,3 +52,53 @@ def test_bake_an_action_assigned_without_a_slot_that_another_armature_also_has_w
     slots = [other.animation_data.action_slot] if how == "action" else \
         [strip.action_slot for track in other.animation_data.nla_tracks for strip in track.strips]
     assert slots == [None]
+
+
+def _newer_than_this_blender(bpy, source, path, readable):
+    """``source`` as a file of a newer Blender: its header says minor version 99 (``readable``: this Blender opens
+    it, warning that data may be lost, as it opens a file of the next version) or, unreadable, a header format of
+    the future (as Blender 4.2 sees every file saved by 5.0 and later: it cannot read their header)."""
+    import re
+    if not readable:
+        path.write_bytes(b"BLENDER18-01v0599REND" + bytes(64))
+        return
+    bpy.ops.wm.open_mainfile(filepath=str(source))
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True, compress=False)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    header = re.compile(rb"^(BLENDER(?:[_-][vV]\d|\d\d-\d\d[vV]\d\d))\d\d")
+    data = path.read_bytes()
+    assert header.match(data), data[:17]
+    path.write_bytes(header.sub(rb"\g<1>99", data, count=1))
+
+
+@pytest.mark.parametrize("readable", [True, False])
+def test_bake_ik_says_when_a_file_was_saved_by_a_newer_blender(tmp_path, readable):
+    """A studio's farm on an older Blender than the artists': a file Blender cannot read was refused as "not a blend
+    file" (4.2 on a 5.x file), and one it reads with a warning ("File written by newer Blender binary, expect loss of
+    data!", 5.0 on a 5.2 file) was baked and saved by the older Blender without a word, the warning swallowed with
+    Blender's other output. Both now say which Blender saved the file."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import bpy
+
+    from test_bake_ik_script import SCRIPT, _build
+    major, minor = bpy.app.version[:2]
+    newer = f"saved by Blender {major if readable else 5}.99, newer than this Blender {bpy.app.version_string}"
+    _build(bpy, tmp_path / "walk.blend")
+    _newer_than_this_blender(bpy, tmp_path / "walk.blend", tmp_path / "shot.blend", readable)
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, SCRIPT, "shot.blend", "--armature", "Arm", "--target", "Target",
+                           "--report", "report.json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if readable:
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "shot_baked.blend").exists()
+        assert f"bake_ik.py: warning: shot.blend: {newer}: " in done.stderr
+        assert json.loads((tmp_path / "report.json").read_text())["files"][0]["warnings"]
+    else:
+        assert done.returncode == 1
+        assert not (tmp_path / "shot_baked.blend").exists()
+        assert f"({newer}, which cannot read it" in done.stderr, done.stderr
