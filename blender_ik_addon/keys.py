@@ -529,6 +529,10 @@ def other_users(obj):
     if action.users - int(action.use_fake_user) <= 1:
         return []
     slot = anim_data.action_slot if _LAYERED else None
+    if _LAYERED and slot is None:
+        # No slot assigned: the keys go to a new slot of its own (ensure_action), which nothing else plays, as
+        # Blender's own keying does. The other IDs with the action and no slot play nothing of it.
+        return []
 
     def same(other_action, other_slot):
         return other_action == action and (not _LAYERED or other_slot == slot)

@@ -23,6 +23,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,6 +254,43 @@ def check_input(path):
         raise UserError(f"{path}: not a .blend file")
 
 
+# The version of Blender that saved a .blend file, in its header: "BLENDER-v402" (4.x: pointer size, endianness,
+# major and minor) or, from 5.0, "BLENDER17-01v0502" (header size, format, major and minor).
+_HEADER_VERSION = re.compile(rb"BLENDER(?:[_-][vV](\d)(\d\d)|\d\d-\d\d[vV](\d\d)(\d\d))")
+
+
+def saved_by(path):
+    """(major, minor) of the Blender that saved the .blend file ``path``, read from its header (zstd-compressed
+    too, where the zstandard module that comes with bpy is there), or None when that cannot be told."""
+    try:
+        import zstandard
+        unreadable = (OSError, zstandard.ZstdError)
+    except ImportError:
+        zstandard, unreadable = None, OSError
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(32)
+            if head.startswith(b"\x28\xb5\x2f\xfd") and zstandard is not None:
+                stream.seek(0)
+                head = zstandard.ZstdDecompressor().stream_reader(stream).read(32)
+    except unreadable:
+        return None
+    match = _HEADER_VERSION.match(head)
+    if match is None:
+        return None
+    major, minor = match.group(1, 2) if match.group(1) else match.group(3, 4)
+    return int(major), int(minor)
+
+
+def _newer_file(bpy, path, version=None):
+    """"saved by Blender 5.2, newer than this Blender 4.2.23 LTS" when ``path`` (or ``version``, the file's
+    (major, minor[, subversion])) is newer than the files this Blender writes, else ""."""
+    version = version or saved_by(path)
+    if version is None or tuple(version) <= tuple(bpy.app.version_file):
+        return ""
+    return f"saved by Blender {'.'.join(map(str, version[:2]))}, newer than this Blender {bpy.app.version_string}"
+
+
 # -- Baking one file in this process -----------------------------------------------------------------------
 
 def _register_addon(bpy, addon):
@@ -467,7 +505,13 @@ def bake_file(path, output, args):
                 with blender_quiet():
                     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path))
             except RuntimeError as error:
-                raise UserError(f"{path}: cannot open: {blender_message(error)}") from None
+                newer = _newer_file(bpy, path)
+                raise UserError(f"{path}: cannot open: {blender_message(error)}"
+                                + (f" ({newer}, which cannot read it: bake it with that version or a later one)"
+                                   if newer else "")) from None
+        # Blender opens a file saved by a newer version with only a warning that data may be lost; the baked file,
+        # saved by this version, would lose it too.
+        newer = _newer_file(bpy, path, tuple(bpy.data.version))
         check_interrupted()
         _pause_for_tests("bake")
         scene = bpy.context.scene
@@ -500,6 +544,8 @@ def bake_file(path, output, args):
             "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
             "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
             "bake_seconds": round(sum(result.seconds for _, result in results), 4),
+            "warnings": [f"{path}: {newer}: Blender warns that what it cannot read is lost, so the baked file "
+                         "may lack it; bake with that version to keep everything"] if newer else [],
             "seconds": round(time.perf_counter() - began, 4),
         }
     finally:
@@ -670,6 +716,8 @@ def announce(pair, record):
     path, output = pair
     if record["ok"]:
         print(f"{path} -> {output}: {record['summary']}, {record['seconds']:.2f} s", flush=True)
+        for warning in record.get("warnings", ()):
+            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
     else:
         print(f"{PROG}: error: {record['error']}", file=sys.stderr, flush=True)
 
