@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 import blender_ik_addon  # noqa: E402
 from blender_ik_addon import runtime  # noqa: E402
-from blender_ik_addon.keys import is_pose_bone_selected  # noqa: E402
+from blender_ik_addon.keys import is_pose_bone_selected, set_pose_bone_selected  # noqa: E402
 
 # In Chains from Selected's order of the metarig's bones; the first 1 and 8 are the smaller cases.
 TIPS = ("spine.003", "spine.006", "nose.004", "chin.001", "ear.L.004", "ear.R.004", "brow.B.L.003", "lid.B.L.003",
@@ -36,10 +36,6 @@ TIPS = ("spine.003", "spine.006", "nose.004", "chin.001", "ear.L.004", "ear.R.00
         "thumb.03.L", "f_middle.03.L", "f_ring.03.L", "f_pinky.03.L", "hand.R", "f_index.03.R", "thumb.03.R",
         "f_middle.03.R", "f_ring.03.R", "f_pinky.03.R", "foot.L", "foot.R")
 COUNTS = (1, 8, 27)
-
-
-def _select(pose_bone, state):
-    setattr(pose_bone if hasattr(pose_bone, "select") else pose_bone.bone, "select", state)  # PoseBone's from 5.0
 
 
 def character(count):
@@ -51,7 +47,7 @@ def character(count):
     obj = bpy.context.view_layer.objects.active
     bpy.ops.object.mode_set(mode="POSE")
     for pose_bone in obj.pose.bones:
-        _select(pose_bone, pose_bone.name in TIPS[:count])
+        set_pose_bone_selected(pose_bone, pose_bone.name in TIPS[:count])
     assert sum(is_pose_bone_selected(pose_bone) for pose_bone in obj.pose.bones) == count
     bpy.ops.blender_ik.chains_from_selected()
     bpy.ops.object.mode_set(mode="OBJECT")
