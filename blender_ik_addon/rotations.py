@@ -269,10 +269,13 @@ def euler_to_matrix(angles, order="XYZ"):
 
 
 def quaternion_to_matrix(q):
-    """(..., 4) quaternions (w, x, y, z), normalised first as Blender does -> (..., 3, 3)."""
+    """(..., 4) quaternions (w, x, y, z), normalised first as Blender does -> (..., 3, 3). A zero quaternion (its
+    length zero in float32, as Blender computes it) is Blender's (0, 1, 0, 0), half a turn about X, not the identity."""
     q = np.asarray(q, dtype=np.float64)
     length = np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
-    q = np.where(length > 0.0, q / np.where(length > 0.0, length, 1.0), [1.0, 0.0, 0.0, 0.0])
+    q32 = q.astype(np.float32)
+    zero = (np.einsum("...i,...i->...", q32, q32) == 0.0)[..., None]
+    q = np.where(zero, [0.0, 1.0, 0.0, 0.0], q / np.where(zero | (length == 0.0), 1.0, length))
     w, x, y, z = np.moveaxis(q, -1, 0)
     xx, yy, zz, xy, xz, yz, xw, yw, zw = x * x, y * y, z * z, x * y, x * z, y * z, x * w, y * w, z * w
     return _fill(q.shape[:-1], [[1 - 2 * (yy + zz), 2 * (xy - zw), 2 * (xz + yw)],
