@@ -1,6 +1,7 @@
 """Operators: read the settings into chain descriptions, call the logic, report. Settings side effects
 (pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
+import ast
 import dataclasses
 
 import bpy
@@ -644,6 +645,16 @@ def rig_signature(armature, chain_settings):
                  spec.roll_axis, bones))
 
 
+def _unnamed(signature):
+    """A rig signature without its bone names: renaming the chain's bones or the goals' bones does not make a rig
+    out of date (the rig's constraints follow the rename, as the chain does; which bones it is on is checked apart)."""
+    try:
+        _, _, _, *settings, bones = ast.literal_eval(signature)
+        return settings, [bone[1:] for bone in bones]
+    except (ValueError, SyntaxError, TypeError, IndexError):
+        return signature
+
+
 def rig_state(armature, chain_settings):
     """'NONE', 'BUILT', 'MUTED' (after a bake: the keys drive the chain), 'GONE' (its record is left, its
     constraints are not: Rigify's re-generate rebuilt every bone) or 'STALE' (a setting or the rest pose changed since
@@ -657,7 +668,13 @@ def rig_state(armature, chain_settings):
     # A deleted goal leaves the rig's constraints and the settings pointing at nothing alike: the rig solves nothing.
     goals_set = chain_settings.target is not None and (chain_settings.plane != "POLE" or pole[0] is not None)
     same_goals = native_rig.goals(armature, name) == ((chain_settings.target, chain_settings.target_bone), pole)
-    current = chain_settings.rig_signature == rig_signature(armature, chain_settings)
+    current = _unnamed(chain_settings.rig_signature) == _unnamed(rig_signature(armature, chain_settings))
+    try:
+        on_chain = ({pose_bone.name for pose_bone, _ in native_rig.rig_constraints(armature, name)}
+                    == set(chain_names(armature, props.chain_spec(chain_settings).tip_bone)))
+    except ChainError:
+        on_chain = False
+    current = current and on_chain
     return "BUILT" if current and same_goals and goals_set else "STALE"
 
 
