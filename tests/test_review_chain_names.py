@@ -103,7 +103,8 @@ def test_review_rebuilding_a_stale_rig_after_a_chain_bone_rename(blender):
     obj = body_with_chains(bpy, ("hand.L",))
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     obj.data.bones["forearm.L"].name = "lowerarm.L"
-    assert rig_state(obj, obj.blender_ik.chains[0]) == "BUILT"  # a rename does not make it out of date (README); rebuilding it still works
+    # A rename does not make the rig out of date (README); rebuilding it still works.
+    assert rig_state(obj, obj.blender_ik.chains[0]) == "BUILT"
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     hand = bpy.data.objects["hand.L_target"]
     hand.location += Vector((0.0, -0.1, 0.1))
