@@ -39,6 +39,9 @@ _looped = {}  # (armature name, chain name) -> why: chains hanging from each oth
 # Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
 # made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
 _frame_changes = [0]
+# Set by solve_live when a goal of a chain it posed is no longer where it was read: another add-on's handler, run
+# before Live's in the same update, moved it (snapped a target to a grid), which Blender evaluates calling no handler.
+_goals_moved = [False]
 
 
 def _exact(matrix):
@@ -316,6 +319,10 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
             _validated[key] = chain
             posed += 1
+            motion = inputs_of[spec][1]
+            if not depth and (_matrix(spec.target, spec.target_bone) != motion[2] or (
+                    motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3])):
+                _goals_moved[0] = True
         if refused:
             evaluate_now()
     for spec, message in errors.items():
@@ -481,11 +488,13 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
         # armature, solve_live solves the chains below a posed chain with it (_moved_by); an armature whose goal
         # or parent is another live armature's bone would stay behind. So while something was posed and two or
         # more armatures are live, every live armature is read again, whole; at most one pass per live armature,
-        # so armatures that follow each other in a loop stop.
-        for _ in range(len(armatures)):
+        # so armatures that follow each other in a loop stop. So is one whose goal another handler moved before
+        # this one (_goals_moved), once: Blender evaluates that move after the handlers, calling none of them again.
+        for _ in range(max(len(armatures), 2)):
+            _goals_moved[0] = False
             posed = sum(solve_live(armature, scene, updated=updated, live_chains=live_chains)
                         for armature, live_chains in armatures)
-            if not posed or len(armatures) < 2:
+            if not posed or (len(armatures) < 2 and not _goals_moved[0]):
                 break
             updated = None
         else:
