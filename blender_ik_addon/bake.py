@@ -394,6 +394,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                 raise error.for_chain(spec.label) from None
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
     frames = np.arange(frame_start, frame_end + 1, step)
+    if frames[-1] != frame_end:  # the range's last frame is keyed too: its old keys go, and nothing else poses it
+        frames = np.append(frames, frame_end)
 
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     pose_before = [rotation_values(pose_bone) for pose_bone in bones]

@@ -314,7 +314,7 @@ def test_a_stepped_bake_replaces_every_key_in_its_range(blender):
         obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
     bake_armature(bpy.context.scene, obj, "ALL", 1, 10, step=4)
     frames = list(rotation_keys(obj, "b1", "rotation_quaternion")[0][:, 0])
-    assert frames == [1.0, 5.0, 9.0, 12.0]  # the old key at 10 is gone, the one at 12 kept
+    assert frames == [1.0, 5.0, 9.0, 10.0, 12.0]  # the old key at 10 replaced (the range's end), the one at 12 kept
 
 
 def test_bake_turns_live_off_and_pins_the_tip_bone(blender, capfd):
