@@ -1422,9 +1422,7 @@ def shows_solve(armature, spec, shown):
     solution, index, (target_was, pole_was, settings_was) = shown
     if _solve_settings(spec) != settings_was:
         return False
-    joints = [Vector(joint) for joint in solution.joints[index]]
-    size = max(sum((joints[link + 1] - joints[link]).length for link in range(3)), joints[3].length)
-    tip, direction = joints[3], Vector(solution.directions[index][2])
+    _, _, size = _posed_reach(solution, index)
     try:
         check_armature_scale(armature)  # scaled to zero (a character hidden that way) has no armature space
         tip_bone = armature.pose.bones.get(chain_names(armature, spec.tip_bone)[2])
@@ -1435,16 +1433,14 @@ def shows_solve(armature, spec, shown):
     if tip_bone is None or (pole is None) != (pole_was is None):
         return False
     reach = POSE_TOLERANCE * size
-    now = tip_bone.tail
-    along = now - tip_bone.head
-    angle = math.atan2(along.cross(direction).length, along.dot(direction))
-    if (now - tip).length > reach or angle > ANGLE_TOLERANCE:
+    distance, angle = _tip_error(tip_bone, solution, index)  # as verify_pose measures it
+    if distance > reach or angle > ANGLE_TOLERANCE:
         return False
     # Relative to the target's size in the armature's space: a target of an armature scaled ×100 (an FBX import in
     # centimetres) has axes of 0.01 there, and an absolute tolerance let it turn by 0.5° unseen.
-    size = max(math.hypot(*was[:3]) for was in target_was[:3])
+    axes = max(math.hypot(*was[:3]) for was in target_was[:3])
     for row, was in zip(target[:3], target_was):
-        if any(abs(value - old) > POSE_TOLERANCE * (size + abs(old)) for value, old in zip(row[:3], was[:3])):
+        if any(abs(value - old) > POSE_TOLERANCE * (axes + abs(old)) for value, old in zip(row[:3], was[:3])):
             return False  # turned or scaled: the up axis, the roll
         if abs(row[3] - was[3]) > reach:
             return False
@@ -1530,12 +1526,26 @@ def prepare(armature, specs, now=True):
 
 def pose_error(chain, solution, index=0):
     """How far the pose Blender evaluated is from a solve: (tip distance, last bone's angle), armature space."""
-    tip_bone = chain.armature.pose.bones[chain.names[2]]
+    return _tip_error(chain.armature.pose.bones[chain.names[2]], solution, index)
+
+
+def _tip_error(tip_bone, solution, index):
+    """:func:`pose_error` of the chain's tip bone ``tip_bone``."""
     tip = tip_bone.tail
     direction = tip - tip_bone.head
     expected = Vector(solution.directions[index][2])
     angle = math.atan2(direction.cross(expected).length, direction.dot(expected))
     return (tip - Vector(solution.joints[index][3])).length, angle
+
+
+def _posed_reach(solution, index):
+    """The solve's joints (Vectors), the chain's reach as posed, and the size the self-check's tolerance is relative to:
+    that reach or the tip's distance from the armature's origin, the larger. The reach as posed, not the rest lengths:
+    a parent bone scaled 0.01 (a master control sizing the character) makes it a hundredth of them, which allowed the
+    tip a hundred times too far off."""
+    joints = [Vector(joint) for joint in solution.joints[index]]
+    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
+    return joints, reach, max(reach, joints[3].length)
 
 
 def verify_pose(chain, solution, index=0, middle=False):
@@ -1544,11 +1554,7 @@ def verify_pose(chain, solution, index=0, middle=False):
     solve put it too (a built rig: its tracking picks the same plane), unless the wrist is within 1% of the chain's
     reach of the base, where float32 noise in the goal turns the plane anywhere about the base."""
     distance, angle = pose_error(chain, solution, index)
-    joints = [Vector(joint) for joint in solution.joints[index]]
-    # The chain's reach as posed: a parent bone scaled 0.01 (a master control sizing the character) makes it a
-    # hundredth of the rest lengths, which allowed the tip a hundred times too far off.
-    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
-    scale = max(reach, joints[3].length)
+    joints, reach, scale = _posed_reach(solution, index)
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
         away = distance_text(bpy.context.scene, chain.armature, distance)  # in the scene's units, as Blender shows them
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {away} from where the solve put it "
