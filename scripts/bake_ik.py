@@ -44,7 +44,7 @@ from _blender_script import (Interrupted, UserError, blender_message, blender_qu
 UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
-USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--armature NAME] [--chain NAME ...] "
+USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--scene NAME] [--armature NAME] [--chain NAME ...] "
          "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
          "[--bake-output {keys,samples}] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -92,6 +92,9 @@ def make_parser():
                "(the open file is the input unless files are given after --). "
                "Exit status: 0 when every file was baked, 1 when any failed, 2 for a bad command line.")
     parser.add_argument("inputs", nargs="*", metavar="INPUT.blend", help="the files to bake")
+    parser.add_argument("--scene", metavar="NAME",
+                        help="bake this scene (default: the one the file was saved showing); the baked file still "
+                             "opens on that one")
     parser.add_argument("--armature", metavar="NAME",
                         help="bake this armature only (default: every armature in the scene that has IK chains)")
     parser.add_argument("--chain", action="append", metavar="NAME",
@@ -322,8 +325,36 @@ def _find_object(bpy, scene, name, path, role):
             raise UserError(f"{path}: no armature named '{name}'{known}")
         raise UserError(f"{path}: no {role} object named '{name}'")
     if scene.objects.get(name) is None:
-        raise UserError(f"{path}: the {role} '{name}' is not in the scene '{scene.name}' (the file's active scene)")
+        raise UserError(f"{path}: the {role} '{name}' is not in the scene '{scene.name}' (the scene baked; --scene "
+                        "names another)")
     return obj
+
+
+@contextlib.contextmanager
+def _showing(bpy, name, path):
+    """The scene named ``name`` (None: the one the file opened on) made the window's, which is the scene Blender
+    evaluates and so the only one a bake can read frame by frame; the file's own is put back afterwards, so that the
+    baked file opens as its input did."""
+    window = bpy.context.window or next(iter(bpy.context.window_manager.windows), None)
+    if name is None or window is None:
+        if name is not None and name != bpy.context.scene.name:
+            raise UserError(f"{path}: cannot show the scene '{name}' here (no window): bake it in a file saved "
+                            "showing it")
+        yield bpy.context.scene
+        return
+    scene = bpy.data.scenes.get(name)
+    if scene is None:
+        raise UserError(f"{path}: no scene named '{name}' (scenes: {', '.join(sorted(s.name for s in bpy.data.scenes))})")
+    if scene.library is not None:
+        raise UserError(f"{path}: the scene '{name}' is linked from a library; bake it in its own file")
+    opened = window.scene
+    window.scene = scene
+    try:
+        if bpy.context.scene != scene:  # Blender did not follow (a build whose context keeps the file's scene)
+            raise UserError(f"{path}: cannot show the scene '{name}' here: bake it in a file saved showing it")
+        yield scene
+    finally:
+        window.scene = opened
 
 
 def _pause_for_tests(point, **facts):
@@ -476,6 +507,28 @@ def _chain_record(armature, chain, result):
             "degenerate": [int(f) for f in chain.degenerate]}
 
 
+def _bake_scene(bpy, scene, args, path):
+    """Bake the chains ``args`` name in ``scene``: (start, end, [(armature, BakeResult)])."""
+    from blender_ik_addon import ops
+    from blender_ik_addon.chain import ChainError
+
+    if args.target is not None:
+        jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
+    else:
+        jobs = _in_dependency_order([(armature, names, None)
+                                     for armature, names in _file_chains(bpy, scene, args, path)])
+    start = scene.frame_start if args.start is None else args.start
+    end = scene.frame_end if args.end is None else args.end
+    results = []
+    for armature, names, specs in jobs:
+        try:  # the bake validates the range and every chain before it changes anything
+            results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step, names=names,
+                                                         specs=specs, output=args.bake_output.upper())))
+        except ChainError as error:
+            raise UserError(f"{path}: armature '{armature.name}': {error}") from None
+    return start, end, results
+
+
 def bake_file(path, output, args):
     """Open ``path``, bake, save ``output``; returns the file's record. UserError for user mistakes."""
     began = time.perf_counter()
@@ -490,8 +543,7 @@ def bake_file(path, output, args):
                         "the script inside Blender (blender -b INPUT.blend -P scripts/bake_ik.py -- ...)") from None
 
     import blender_ik_addon
-    from blender_ik_addon import ops, props
-    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon import props
 
     # Registered before the file is read: Blender drops a library override's changes to properties it does not
     # know while it loads the file (an overridden character's chain targets would revert to the library's).
@@ -514,24 +566,10 @@ def bake_file(path, output, args):
         newer = _newer_file(bpy, path, tuple(bpy.data.version))
         check_interrupted()
         _pause_for_tests("bake")
-        scene = bpy.context.scene
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
         _leave_edit_mode(bpy)
-        if args.target is not None:
-            jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
-        else:
-            jobs = _in_dependency_order([(armature, names, None)
-                                         for armature, names in _file_chains(bpy, scene, args, path)])
-        start = scene.frame_start if args.start is None else args.start
-        end = scene.frame_end if args.end is None else args.end
-        results = []
-        for armature, names, specs in jobs:
-            try:  # the bake validates the range and every chain before it changes anything
-                results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step,
-                                                             names=names, specs=specs,
-                                                             output=args.bake_output.upper())))
-            except ChainError as error:
-                raise UserError(f"{path}: armature '{armature.name}': {error}") from None
+        with _showing(bpy, args.scene, path) as scene:
+            start, end, results = _bake_scene(bpy, scene, args, path)
         check_interrupted()
         _save_copy(bpy, os.path.abspath(output), args.save_via)
         chains = [_chain_record(armature, chain, result) for armature, result in results for chain in result.chains]
@@ -539,7 +577,7 @@ def bake_file(path, output, args):
                      for armature, result in results]
         return {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
+            "scene": scene.name, "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
             "frames": len(results[0][1].frames), "chains": chains,
             "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
             "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
@@ -576,7 +614,7 @@ def worker_command(path, output, args, summary_file, temporary, blender):
         command = [sys.executable, SCRIPT]
     command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--bake-output={args.bake_output}",
                 f"--summary-file={summary_file}", f"--save-via={temporary}"]
-    for option, value in (("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
+    for option, value in (("--scene", args.scene), ("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
                           ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:
             command.append(f"{option}={value}")

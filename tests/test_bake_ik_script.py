@@ -23,7 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
 
 
-def _build(bpy, path, tip_bone="b3", seed=0, frame_end=60, armature_name="Arm"):
+def _build(bpy, path, tip_bone="b3", seed=0, frame_end=60, armature_name="Arm", shown=None):
+    """The arm and its keyed target in the scene 'Scene'; with ``shown``, the file is saved showing a new, empty
+    scene of that name."""
     import blender_ik_addon
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -34,6 +36,8 @@ def _build(bpy, path, tip_bone="b3", seed=0, frame_end=60, armature_name="Arm"):
         scene = bpy.context.scene
         scene.frame_start, scene.frame_end = 1, frame_end
         obj.blender_ik.tip_bone = tip_bone
+        if shown is not None:
+            bpy.context.window.scene = bpy.data.scenes.new(shown)
         bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
     finally:
         blender_ik_addon.unregister()
@@ -87,6 +91,7 @@ def sources(tmp_path_factory):
     _build(bpy, folder / "walk.blend")  # tip bone set in the file, scene range 1-60
     _build(bpy, folder / "reach.blend", tip_bone="", seed=1, frame_end=40)  # no tip bone set
     _build(bpy, folder / "other_rig.blend", armature_name="Rig")
+    _build(bpy, folder / "layout.blend", shown="Layout")  # the arm in 'Scene', saved showing 'Layout'
     _build_body(bpy, folder / "body.blend")
     (folder / "notes.blend").write_text("not a blend file\n")
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -118,10 +123,11 @@ def snapshot(folder):
     return {path.name: digest(path) for path in folder.iterdir()}
 
 
-def replay(bpy, path, frames, unreachable=(), up_axis="Z", samples=False):
+def replay(bpy, path, frames, unreachable=(), up_axis="Z", samples=False, scene="Scene"):
     """Open a baked file and check that its keys (or samples) put the chain's tip on the target on reachable
-    frames."""
+    frames (played in ``scene``)."""
     bpy.ops.wm.open_mainfile(filepath=str(path))
+    bpy.context.window.scene = bpy.data.scenes[scene]
     obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
     keyed = rotation_keys(obj, "b1", "rotation_quaternion", samples)[0][:, 0]
     assert list(keyed) == list(frames)
@@ -208,6 +214,22 @@ def test_one_bad_input_does_not_stop_the_others(work):
     assert [record["ok"] for record in report["files"]] == [True, False, True]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_scene_not_shown_is_baked_with_scene(blender, work, jobs):
+    """A file saved showing its layout scene: --scene bakes the shot's; the baked file still opens on the layout."""
+    inputs = ["layout.blend"] + (["walk.blend"] if jobs > 1 else [])  # two inputs run in worker processes
+    done = work.run(*inputs, "--scene", "Scene", "--armature", "Arm", "--target", "Target", "--end", 20,
+                    "--report", "../report.json")
+    assert done.returncode == 0, done.stderr
+    records = json.loads((work.folder.parent / "report.json").read_text())["files"]
+    assert [record["scene"] for record in records] == ["Scene"] * jobs
+    for name in inputs:
+        baked = work.folder / name.replace(".blend", "_baked.blend")
+        blender.ops.wm.open_mainfile(filepath=str(baked))
+        assert blender.context.scene.name == ("Layout" if name == "layout.blend" else "Scene")
+        replay(blender, baked, range(1, 21))
+
+
 @pytest.mark.parametrize("picked", [(), ("hand.L", "foot.R")])
 def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
     chosen = [argument for tip in picked for argument in ("--chain", tip)]
@@ -239,6 +261,10 @@ def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
     (["walk.blend", "--armature", "Arm", "--target", "Target", "--output", "./../in/walk.blend"], "never written over"),
     (["walk.blend", "--armature", "Arm", "--target", "Target", "--bake-output", "samples", "--step", 2],
      "--bake-output samples writes one sample per frame: drop --step 2, or bake keys"),
+    (["layout.blend", "--armature", "Arm", "--target", "Target"],
+     "the armature 'Arm' is not in the scene 'Layout' (the scene baked; --scene names another)"),
+    (["layout.blend", "--scene", "Shot", "--armature", "Arm", "--target", "Target"],
+     "layout.blend: no scene named 'Shot' (scenes: Layout, Scene)"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(work, arguments, message):
     before = snapshot(work.folder)
