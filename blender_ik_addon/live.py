@@ -430,19 +430,20 @@ def _in_scene(name, scene, view_layer):
 
 
 def _not_evaluated(armature, live_chains):
-    """Live chains of an armature the view layer does not evaluate (an excluded collection) are not solved; their
-    read-outs say why, and they are validated again once it is back."""
+    """Live chains of an armature the view layer does not evaluate (an excluded collection, or one disabled in
+    viewports) are not solved; their read-outs say why, and they are validated again once it is back. True if so."""
     try:
         check_evaluated(armature, f"Armature '{armature.name}'")
     except ChainError as error:
         message = str(error)
     else:
-        return
+        return False
     for chain_settings in live_chains:
         label = props.chain_spec(chain_settings).label
         _last_inputs.pop((armature.name, label), None)
         _validated.pop((armature.name, label), None)
         runtime.store_error(armature, label, message)
+    return True
 
 
 def follow(scene, depsgraph=None, view_layer=None, render=False):
@@ -474,7 +475,9 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
         if not live_chains:
             _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
         elif where == "view layer" or (where == "scene" and view_layer is None):
-            armatures.append((armature, live_chains))
+            # In the view layer, but maybe in a collection disabled in viewports: Blender would show none of it.
+            if not _not_evaluated(armature, live_chains):
+                armatures.append((armature, live_chains))
         elif where == "scene":
             _not_evaluated(armature, live_chains)
     if _looped:  # a loop found before: is it still there (a target hung elsewhere, a Live turned off)?

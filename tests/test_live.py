@@ -360,6 +360,35 @@ def test_live_solves_the_armatures_of_the_scene_being_updated_only(blender):
     assert readout(obj).status == "ERROR" and "does not evaluate" in readout(obj).message
 
 
+@pytest.mark.parametrize("disabled", ["collection", "armature"])
+def test_an_armature_disabled_in_viewports_is_refused_as_solve_refuses_it_and_followed_again(blender, disabled):
+    """Disabled in viewports (its own screen icon, or its collection's), an armature stays in the view layer but Blender
+    evaluates none of it. Live posed it anyway and its self-check blamed "something in the scene", where Solve names
+    the cause; it now says what Solve says, and follows again once the armature is enabled."""
+    bpy = blender
+    from rigs import arm_with_chain, tips_off
+    obj, chain = arm_with_chain(bpy)
+    collection = bpy.data.collections.new("Props")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(obj)
+    bpy.context.scene.collection.objects.unlink(obj)
+    obj.blender_ik.live = True
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6
+    switch = (collection, "hide_viewport") if disabled == "collection" else (obj, "hide_viewport")
+    setattr(*switch, True)
+    bpy.context.view_layer.update()
+    chain.target.location.x += 0.1
+    bpy.context.view_layer.update()
+    assert readout(obj).status == "ERROR"
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.blender_ik.solve()
+    message = str(refused.value).split("Chain 'arm': ", 1)[1].strip()
+    assert readout(obj).message == message and "so Blender does not evaluate it here" in message
+    setattr(*switch, False)
+    bpy.context.view_layer.update()
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-6 and readout(obj).status == "REACHED"
+
+
 @pytest.mark.parametrize("setting", ["target", "up_axis", "roll_axis", "plane", "target_bone", "not live"])
 def test_a_scripts_change_of_a_live_chains_setting_is_followed(blender, setting):
     """The panel's edits make Blender update the armature, a script's do not (Blender tags an ID for a property edited in
