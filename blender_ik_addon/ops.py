@@ -275,6 +275,7 @@ def _add_chain(armature, tip_name, **values):
     settings = armature.blender_ik
     chain_settings = settings.chains.add()
     chain_settings.name = props.unique_chain_name(armature, tip_name)
+    runtime.forget(armature, chain_settings.name)  # a removed chain's, of the same name: this one is not solved yet
     chain_settings.tip_bone = tip_name
     for key, value in values.items():
         setattr(chain_settings, key, value)
@@ -356,6 +357,7 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
                 chain_settings.live = live
             raise ChainError(_from_library(armature, name, "removed")) from None
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
+        runtime.forget(armature, name)
         self.report({"INFO"}, f"Removed chain '{name}'")
         return {"FINISHED"}
 

@@ -5,6 +5,8 @@ Read-outs are keyed by armature object and chain name; they are lost on reload, 
 import contextlib
 from dataclasses import dataclass
 
+import bpy
+
 # Status of a chain's last solve, as the panel shows it.
 REACHED, OUT_OF_REACH, ERROR = "REACHED", "OUT_OF_REACH", "ERROR"
 ANGLE_NAMES = ("yaw", "theta0", "theta1", "theta2", "roll")  # Readout.angles, in this order
@@ -23,6 +25,9 @@ class Readout:
 
 
 _readouts = {}  # (armature's session_uid, chain name) -> Readout
+# _readouts may hold this many before the read-outs of chains no longer there are dropped (_drop_gone): an armature
+# deleted, a chain renamed or removed by a script. A session kept every one of them (3.7 kB each).
+_limit = [256]
 _paused = [False]
 # Counts the paused sections that ended: what they changed was evaluated while live solving was paused, so a
 # later depsgraph update does not list it (live.py re-reads everything after one).
@@ -35,19 +40,34 @@ def _owner(armature):
     return armature.session_uid
 
 
+def _store(armature, chain_name, result):
+    _readouts[(_owner(armature), chain_name)] = result
+    if len(_readouts) > _limit[0]:
+        _drop_gone()
+        _limit[0] = max(256, 2 * len(_readouts))  # looked through once per doubling
+
+
+def _drop_gone():
+    """Drop the read-outs of chains that are no longer there."""
+    there = {(obj.session_uid, chain_settings.name or chain_settings.tip_bone) for obj in bpy.data.objects
+             if obj.type == "ARMATURE" for chain_settings in obj.blender_ik.chains}
+    for key in [key for key in _readouts if key not in there]:
+        del _readouts[key]
+
+
 def store_solution(armature, chain_name, solution, index=0, goals=None):
     """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain.
     ``goals``: the target's armature-space rows, the pole point (or None) and the settings it was solved for
     (chain.ChainSolve.goals), for the read-out to tell when it has become a past one."""
-    _readouts[(_owner(armature), chain_name)] = Readout(
+    _store(armature, chain_name, Readout(
         REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
         (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),
          float(solution.theta2[index]), float(solution.roll[index])),
-        shown=() if goals is None else (solution, index, goals))
+        shown=() if goals is None else (solution, index, goals)))
 
 
 def store_error(armature, chain_name, message):
-    _readouts[(_owner(armature), chain_name)] = Readout(ERROR, message=message)
+    _store(armature, chain_name, Readout(ERROR, message=message))
 
 
 def readout(armature, chain_name):
@@ -55,13 +75,14 @@ def readout(armature, chain_name):
     return _readouts.get((_owner(armature), chain_name))
 
 
-def forget(armature=None):
-    """Drop the read-outs of one armature object, or all of them (a new file)."""
+def forget(armature=None, chain_name=None):
+    """Drop the read-outs of one armature object (or only of its chain ``chain_name``: removed, or a new one of that
+    name), or all of them (a new file)."""
     if armature is None:
         _readouts.clear()
     else:
         owner = _owner(armature)
-        for key in [key for key in _readouts if key[0] == owner]:
+        for key in [key for key in _readouts if key[0] == owner and chain_name in (None, key[1])]:
             del _readouts[key]
 
 
