@@ -290,7 +290,9 @@ def migrate_all():
 # its bone names and their rest heads and tails (a rename keeps them to the bit, in Object and Pose Mode as through
 # Edit Mode); a name whose bone is no longer where it was moves to the one name now there (see _renames). Anything less
 # clear changes nothing, and the chain names the bone it no longer finds.
-_bones_seen = {}  # Armature datablock pointer -> (bone names, {name: head and tail}, in Edit Mode then)
+# Armature datablock session_uid (never reused in a session, as a freed datablock's memory address is) -> (bone names,
+# {name: head and tail}, in Edit Mode then)
+_bones_seen = {}
 # Armature datablock session_uid (which undo keeps) -> {old name: (new name, the bone's head and tail)} of every rename
 # followed in this session. The interface pushes a rename's undo step before the update that follows it, so that step
 # (undone to, or redone) has the bone renamed and the settings still on the old name; the first look after an undo
@@ -353,7 +355,7 @@ def _named_datas():
 
 def unseen_datas(objects):
     """The Armature datablocks the chains of ``objects`` name bones of that have not been looked at yet."""
-    datas = {data.as_pointer(): data for obj in objects for data in bone_datas(obj)}
+    datas = {data.session_uid: data for obj in objects for data in bone_datas(obj)}
     return [data for key, data in datas.items() if key not in _bones_seen]
 
 
@@ -366,7 +368,7 @@ def follow_renames(datas=None, moved=True, seen_only=False):
     names bones of needs no look: 0.36 ms on a 700-bone one)."""
     changed = 0
     for data in _named_datas() if datas is None else datas:
-        key = data.as_pointer()
+        key = data.session_uid
         if data.library is not None or (seen_only and key not in _bones_seen):
             continue
         before, names, editing = _bones_seen.get(key), tuple(data.bones.keys()), data.is_editmode
