@@ -40,3 +40,42 @@ def test_a_tiny_last_bone_is_solved_not_refused(blender, tip_length, base, offse
     distance, angle = _tip_off(bpy, obj, chain.target)
     assert distance < 1e-5 and angle < 1e-4
 
+
+def _stretched_parent(obj, volume):
+    """A Stretch To on the chain's parent bone 'root' (0.5 long at rest), toward an Empty 0.8 from its head."""
+    constraint = obj.pose.bones["root"].constraints.new("STRETCH_TO")
+    constraint.target, constraint.volume, constraint.rest_length = add_empty("Stretch", (0.0, 0.0, 0.3)), volume, 0.5
+
+
+@pytest.mark.parametrize("volume", ["VOLUME_XZX", "NO_VOLUME"])
+def test_a_parent_stretched_by_a_constraint_is_refused_with_a_fix_that_works(blender, volume):
+    """The chain hangs from a bone a Stretch To stretches (a spine's squash and stretch). Its pose scale is 1, so the
+    refusal's only advice, "clear it with Alt+S", did nothing; what does is to stop the chain inheriting that scale
+    (Inherit Scale None or Average on its first bone), or to mute the constraint. The message names the constraint and
+    both fixes, and the first of them then solves exactly."""
+    bpy = blender
+    obj, chain = _chain(bpy, (0.5, 0.3, 1.2), (0.2, 0.4, 0.1))
+    _stretched_parent(obj, volume)
+    bpy.context.view_layer.update()
+    before = [tuple(pose_bone.matrix_basis.col[i]) for pose_bone in obj.pose.bones for i in range(4)]
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.blender_ik.solve()
+    message = str(refused.value)
+    assert "'root'" in message and "Stretch To" in message and "Inherit Scale" in message and "'b1'" in message
+    assert "Alt+S" not in message  # its pose scale is 1: there is nothing to clear
+    assert [tuple(pose_bone.matrix_basis.col[i]) for pose_bone in obj.pose.bones for i in range(4)] == before
+    for inherit_scale in ("NONE", "AVERAGE"):
+        obj.data.bones["b1"].inherit_scale = inherit_scale
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        distance, angle = _tip_off(bpy, obj, chain.target)
+        assert distance < 1e-5 and angle < 1e-4
+
+
+def test_a_parent_scaled_by_hand_is_refused_with_both_fixes(blender):
+    """A parent bone scaled non-uniformly by hand: Alt+S clears it, and Inherit Scale None or Average on the chain's
+    first bone keeps it from the chain; the message gives both."""
+    bpy = blender
+    obj, _ = _chain(bpy, (0.5, 0.3, 1.2))
+    obj.pose.bones["root"].scale = (1.3, 1.0, 0.8)
+    with pytest.raises(RuntimeError, match=r"Bone 'root' above the chain .*Alt\+S.*Inherit Scale of bone 'b1'"):
+        bpy.ops.blender_ik.solve()
