@@ -79,3 +79,32 @@ def test_a_parent_scaled_by_hand_is_refused_with_both_fixes(blender):
     obj.pose.bones["root"].scale = (1.3, 1.0, 0.8)
     with pytest.raises(RuntimeError, match=r"Bone 'root' above the chain .*Alt\+S.*Inherit Scale of bone 'b1'"):
         bpy.ops.blender_ik.solve()
+
+
+@pytest.mark.parametrize("connected", [True, False])
+def test_a_bake_takes_location_and_scale_keyed_as_they_are(blender, connected):
+    """An animator blocks the arm in FK and presses I: Blender's Insert Keyframe keys location, rotation and scale by
+    default, so every chain bone got scale keys of 1 (and location keys of 0). The bake refused them as "an animated
+    scale", though they hold the value the bake takes on every frame; a scale that changes is still refused."""
+    bpy = blender
+    obj, chain = _chain(bpy, (0.8, 0.2, 1.0), connected=connected)
+    target = chain.target
+    for frame in (1, 10):
+        target.location = (0.8 + 0.02 * frame, 0.2, 1.0 - 0.02 * frame)
+        target.keyframe_insert("location", frame=frame)
+        for name in ("b1", "b2", "b3"):
+            for path in ("location", "rotation_quaternion", "scale"):
+                obj.pose.bones[name].keyframe_insert(path, frame=frame)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(1)
+    assert bpy.ops.blender_ik.bake() == {"FINISHED"}
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+        distance, angle = _tip_off(bpy, obj, target)
+        assert distance < 1e-5 and angle < 1e-4, frame
+    obj.pose.bones["b2"].scale = (1.0, 1.2, 1.0)
+    obj.pose.bones["b2"].keyframe_insert("scale", frame=5)
+    obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)
+    with pytest.raises(RuntimeError, match="Bone 'b2' has an animated scale"):
+        bpy.ops.blender_ik.bake()
