@@ -270,13 +270,25 @@ def check_base(chain, base, frames=None):
         when = f" at frames {compact_frames(frames[bad])}" if frames is not None else ""
         culprit = _scaled_ancestor(chain)
         first = chain.armature.data.bones[chain.names[0]]
+        fix = "clear it with Alt+S"
         if culprit is not None:
             who = f"Bone '{culprit[0]}' above the chain has {culprit[1]} scale in the pose{when}"
+            pose_bone = chain.armature.pose.bones[culprit[0]]
+            constraints = [c.name for c in pose_bone.constraints if _constraint_active(c)]
+            if constraints and not _scale_deviation(np.diag(pose_bone.scale)[None])[2][0] and min(pose_bone.scale) > 0:
+                # Its own scale is 1 (or uniform): a Stretch To, a Transformation... gives it; Alt+S would change nothing.
+                who += f", from its constraints ({', '.join(constraints)})"
+                fix = "mute them"
         elif _scale_deviation(matrix_array(first.matrix_local)[None, :3, :3])[2][0]:
             who = f"The rest matrix of bone '{first.name}' is sheared or scaled; re-create the bone in Edit Mode"
         else:
             who = f"A bone above the chain gives bone '{first.name}' a non-uniform or negative scale{when}"
-        raise ChainError(f"{who}; the chain's parent bones need a uniform, positive scale (clear it with Alt+S)")
+        if culprit is not None and culprit[1] == "a non-uniform":
+            # Blender takes the parent's scale out of (None), or averages it into a uniform one (Average), before it
+            # places the first bone: both give the chain a uniform base, which it solves exactly.
+            fix += (f", or set the Inherit Scale of bone '{first.name}' to None or Average (Bone properties > "
+                    "Relations) to keep it from the chain")
+        raise ChainError(f"{who}; the chain's parent bones need a uniform, positive scale: {fix}")
     return scale
 
 
@@ -1530,9 +1542,11 @@ def pose_error(chain, solution, index=0):
 
 
 def _tip_error(tip_bone, solution, index):
-    """:func:`pose_error` of the chain's tip bone ``tip_bone``."""
+    """:func:`pose_error` of the chain's tip bone ``tip_bone``. The last bone's direction is its posed Y axis, from which
+    Blender places its tail: the head-to-tail difference of a bone of 1e-5 (or of 1e-4 ten units from the armature's
+    origin) is float32 noise to a tenth of a degree, which refused a solve Blender showed exactly."""
     tip = tip_bone.tail
-    direction = tip - tip_bone.head
+    direction = tip_bone.matrix.col[1].xyz
     expected = Vector(solution.directions[index][2])
     angle = math.atan2(direction.cross(expected).length, direction.dot(expected))
     return (tip - Vector(solution.joints[index][3])).length, angle

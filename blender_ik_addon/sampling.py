@@ -230,6 +230,21 @@ def check_no_animated_posers(chain, played=None):
                              "shorten its Chain Length so that it stops below the chain")
 
 
+def _holds_its_value(fcurve, armature):
+    """The F-curve of a location or scale plays the channel's current value on every frame: its keys all hold it, with
+    no handle off it (a Bezier curve between equal keys bends only through its handles) and no modifier that plays."""
+    points = fcurve.keyframe_points
+    if not len(points) or any(not modifier.mute for modifier in fcurve.modifiers):
+        return False
+    try:
+        value = armature.path_resolve(fcurve.data_path)[fcurve.array_index]
+    except (ValueError, IndexError):
+        return False
+    return all(point.co[1] == value and (point.interpolation != "BEZIER"
+                                         or point.handle_left[1] == value == point.handle_right[1])
+               for point in points)
+
+
 def check_chain_not_animated(chain, fcurves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
     animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on
@@ -257,7 +272,9 @@ def check_chain_not_animated(chain, fcurves=None):
                                  "not play where another mode is keyed: remove those keys")
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
-                if fcurve.data_path == bone_path(name, attribute):
+                # Keyed as it is (Insert Keyframe keys location, rotation and scale by default) is not animated.
+                if fcurve.data_path == bone_path(name, attribute) and not (not where and
+                                                                             _holds_its_value(fcurve, chain.armature)):
                     raise ChainError(f"Bone '{name}' has an animated {attribute}{where}; the bake keys rotations "
                                      f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 

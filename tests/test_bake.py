@@ -259,6 +259,9 @@ def test_animated_scale_on_a_chain_bone_is_refused(blender):
     bpy = blender
     obj, target = setup(bpy)
     obj.pose.bones["b1"].keyframe_insert("scale", frame=1)
+    obj.pose.bones["b1"].scale = (1.0, 1.1, 1.0)  # (keys that only hold the current scale are no animation)
+    obj.pose.bones["b1"].keyframe_insert("scale", frame=10)
+    obj.pose.bones["b1"].scale = (1.0, 1.0, 1.0)
     with pytest.raises(RuntimeError, match="Bone 'b1' has an animated scale"):
         bpy.ops.blender_ik.bake(frame_start=1, frame_end=20)
     assert rotation_keys(obj, "b2", "rotation_quaternion") == []
