@@ -258,6 +258,12 @@ def _bone_name(chain_name, role):
     return name
 
 
+def _on(armature):
+    """A context whose active object is ``armature``, for mode_set: a context without a screen (a script's timer) has
+    no active object of its own."""
+    return bpy.context.temp_override(active_object=armature, object=armature)
+
+
 def _check_editable(armature):
     """Refuse, before anything is changed, an armature whose bones Edit Mode cannot reach (disabled in viewports, or
     outside the view layer): what :class:`_EditMode` would refuse halfway through a removal, after the rig's
@@ -269,7 +275,8 @@ def _check_editable(armature):
     except (RuntimeError, ValueError):  # not in the view layer
         editable, reason = False, "it is not in the current view layer"
     else:
-        editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
+        with _on(armature):
+            editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
         view_layer.objects.active = active
     if not editable:
         raise ChainError(f"Cannot edit the bones of '{armature.name}' (is it hidden?): {reason}; enable it in "
@@ -289,14 +296,16 @@ class _EditMode:
         self.active_bone = self.armature.data.bones.active.name if self.armature.data.bones.active else None
         view_layer.objects.active = self.armature
         try:
-            bpy.ops.object.mode_set(mode="EDIT")
+            with _on(self.armature):
+                bpy.ops.object.mode_set(mode="EDIT")
         except RuntimeError as error:
             view_layer.objects.active = self.active
             raise ChainError(f"Cannot edit the bones of '{self.armature.name}' (is it hidden?): {error}") from None
         return self.armature.data.edit_bones
 
     def __exit__(self, *exc):
-        bpy.ops.object.mode_set(mode=self.mode if self.mode in ("POSE", "OBJECT") else "OBJECT")
+        with _on(self.armature):
+            bpy.ops.object.mode_set(mode=self.mode if self.mode in ("POSE", "OBJECT") else "OBJECT")
         bones = self.armature.data.bones
         bones.active = bones.get(self.active_bone) if self.active_bone else None
         bpy.context.view_layer.objects.active = self.active
