@@ -190,6 +190,7 @@ def check(armature, chain, spec, replaced=()):
     if armature.data.library is not None or armature.data.override_library is not None:
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
                        "library file, where its bones can be edited")
+    _check_editable(armature)
     if np.linalg.det(matrix_array(armature.matrix_world)[:3, :3]) < 0.0:
         # Locked Track builds a right-handed frame in world space: under a mirroring object it flips the bones.
         raise ChainError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
@@ -281,6 +282,13 @@ def _check_editable(armature):
     if not editable:
         raise ChainError(f"Cannot edit the bones of '{armature.name}' (is it hidden?): {reason}; enable it in "
                          "viewports and in the view layer first")
+    # Leaving Edit Mode takes every armature of the view layer out of it, another one's edit session too.
+    editing = next((obj.name for obj in view_layer.objects
+                    if obj.type == "ARMATURE" and obj.mode == "EDIT" and obj != armature), None)
+    if editing is not None:
+        raise ChainError(f"Armature '{editing}' is in Edit Mode: the rig's bones are added and removed in Edit Mode of "
+                         f"'{armature.name}', and leaving it would take '{editing}' out of Edit Mode too; leave Edit "
+                         "Mode on it first")
 
 
 class _EditMode:

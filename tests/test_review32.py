@@ -48,3 +48,26 @@ def test_chains_from_selected_from_a_context_without_a_window(blender):
         assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
     assert [chain.tip_bone for chain in obj.blender_ik.chains] == ["b3"]
     assert bpy.data.objects["b3_target"] == obj.blender_ik.chains[0].target
+
+
+@pytest.mark.parametrize("operator", ["build_rig", "remove_rig"])
+def test_build_and_remove_rig_leave_another_armature_in_edit_mode(blender, operator):
+    """A script makes another armature's Edit Mode session, then builds (or removes) a rig on this one, in Object Mode:
+    leaving the Edit Mode the rig's bones are added in took every armature out of Edit Mode, the other one's session
+    ended behind the script's back. It is refused now, saying so, with nothing changed."""
+    from rigs import build_arm
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    view_layer = bpy.context.view_layer
+    if operator == "remove_rig":
+        assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    bones = sorted(obj.data.bones.keys())
+    other = build_arm()
+    view_layer.objects.active = other
+    bpy.ops.object.mode_set(mode="EDIT")
+    view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match="'Arm.001' is in Edit Mode"):
+        getattr(bpy.ops.blender_ik, operator)()
+    assert other.mode == "EDIT" and obj.mode == "OBJECT"
+    assert sorted(obj.data.bones.keys()) == bones
+    assert bool(chain.rig_name) == (operator == "remove_rig")
