@@ -190,6 +190,7 @@ def check(armature, chain, spec, replaced=()):
     if armature.data.library is not None or armature.data.override_library is not None:
         raise ChainError(f"Armature '{armature.name}' uses bones linked from a library; build the rig in the "
                        "library file, where its bones can be edited")
+    _check_editable(armature)
     if np.linalg.det(matrix_array(armature.matrix_world)[:3, :3]) < 0.0:
         # Locked Track builds a right-handed frame in world space: under a mirroring object it flips the bones.
         raise ChainError(f"Armature '{armature.name}' has a negative (mirroring) scale, which the rig's tracking "
@@ -258,6 +259,12 @@ def _bone_name(chain_name, role):
     return name
 
 
+def _on(armature):
+    """A context whose active object is ``armature``, for mode_set: a context without a screen (a script's timer) has
+    no active object of its own."""
+    return bpy.context.temp_override(active_object=armature, object=armature)
+
+
 def _check_editable(armature):
     """Refuse, before anything is changed, an armature whose bones Edit Mode cannot reach (disabled in viewports, or
     outside the view layer): what :class:`_EditMode` would refuse halfway through a removal, after the rig's
@@ -269,11 +276,19 @@ def _check_editable(armature):
     except (RuntimeError, ValueError):  # not in the view layer
         editable, reason = False, "it is not in the current view layer"
     else:
-        editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
+        with _on(armature):
+            editable, reason = bpy.ops.object.mode_set.poll(), "Blender cannot put it in Edit Mode"
         view_layer.objects.active = active
     if not editable:
         raise ChainError(f"Cannot edit the bones of '{armature.name}' (is it hidden?): {reason}; enable it in "
                          "viewports and in the view layer first")
+    # Leaving Edit Mode takes every armature of the view layer out of it, another one's edit session too.
+    editing = next((obj.name for obj in view_layer.objects
+                    if obj.type == "ARMATURE" and obj.mode == "EDIT" and obj != armature), None)
+    if editing is not None:
+        raise ChainError(f"Armature '{editing}' is in Edit Mode: the rig's bones are added and removed in Edit Mode of "
+                         f"'{armature.name}', and leaving it would take '{editing}' out of Edit Mode too; leave Edit "
+                         "Mode on it first")
 
 
 class _EditMode:
@@ -289,14 +304,16 @@ class _EditMode:
         self.active_bone = self.armature.data.bones.active.name if self.armature.data.bones.active else None
         view_layer.objects.active = self.armature
         try:
-            bpy.ops.object.mode_set(mode="EDIT")
+            with _on(self.armature):
+                bpy.ops.object.mode_set(mode="EDIT")
         except RuntimeError as error:
             view_layer.objects.active = self.active
             raise ChainError(f"Cannot edit the bones of '{self.armature.name}' (is it hidden?): {error}") from None
         return self.armature.data.edit_bones
 
     def __exit__(self, *exc):
-        bpy.ops.object.mode_set(mode=self.mode if self.mode in ("POSE", "OBJECT") else "OBJECT")
+        with _on(self.armature):
+            bpy.ops.object.mode_set(mode=self.mode if self.mode in ("POSE", "OBJECT") else "OBJECT")
         bones = self.armature.data.bones
         bones.active = bones.get(self.active_bone) if self.active_bone else None
         bpy.context.view_layer.objects.active = self.active

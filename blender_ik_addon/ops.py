@@ -24,6 +24,21 @@ _LINKED = ("Armature '{name}' is linked from a library and cannot be posed, keye
            "override of it first")
 
 
+def _active_object(context):
+    """The active object: the context's, or where a context has no screen (a script's timer, a window-less override),
+    which gives it none, the view layer's, as Blender shows it active."""
+    obj = getattr(context, "active_object", None)
+    return context.view_layer.objects.active if obj is None and not hasattr(context, "active_object") else obj
+
+
+def _objects_in_mode(context, armature):
+    """The objects sharing the armature's mode (Pose Mode on several armatures), with or without a screen."""
+    objects = getattr(context, "objects_in_mode", None)
+    if objects is None:
+        objects = [obj for obj in context.view_layer.objects if obj.mode == armature.mode]
+    return objects
+
+
 class _ArmatureOperator:
     """Shared by every operator here: poll for an armature in Object or Pose mode, move a 0.1 file's
     settings into the chain list, turn ChainError into an error report with nothing changed."""
@@ -32,7 +47,7 @@ class _ArmatureOperator:
 
     @classmethod
     def poll(cls, context):
-        obj = context.active_object
+        obj = _active_object(context)
         if obj is None or obj.type != "ARMATURE":
             cls.poll_message_set("The active object must be an armature")
             return False
@@ -45,7 +60,7 @@ class _ArmatureOperator:
         return True
 
     def execute(self, context):
-        armature = context.active_object
+        armature = _active_object(context)
         props.migrate_legacy(armature)
         props.follow_renames(props.bone_datas(armature), moved=False)  # a script may rename bones, then call us
         try:
@@ -403,7 +418,7 @@ class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
     def run(self, context, armature):
         evaluate_now()
         # Pose Mode on several armatures at once shows (and selects) the bones of each.
-        armatures = [armature] + [obj for obj in (context.objects_in_mode if armature.mode == "POSE" else ())
+        armatures = [armature] + [obj for obj in (_objects_in_mode(context, armature) if armature.mode == "POSE" else ())
                                   if obj.type == "ARMATURE" and obj != armature]
         tips = [(obj, pose_bone.name) for obj in armatures for pose_bone in _selected_pose_bones(obj)]
         if not tips:
