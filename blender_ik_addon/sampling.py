@@ -232,7 +232,9 @@ def check_no_animated_posers(chain, played=None):
 
 def _holds_its_value(fcurve, armature):
     """The F-curve of a location or scale plays the channel's current value on every frame: its keys all hold it, with
-    no handle off it (a Bezier curve between equal keys bends only through its handles) and no modifier that plays."""
+    no handle off it (a Bezier curve between equal keys bends only through its handles: a segment after a Bezier key
+    uses the next key's left handle whatever that key's interpolation, and linear extrapolation the end handles) and no
+    modifier that plays."""
     points = fcurve.keyframe_points
     if not len(points) or any(not modifier.mute for modifier in fcurve.modifiers):
         return False
@@ -240,9 +242,7 @@ def _holds_its_value(fcurve, armature):
         value = armature.path_resolve(fcurve.data_path)[fcurve.array_index]
     except (ValueError, IndexError):
         return False
-    return all(point.co[1] == value and (point.interpolation != "BEZIER"
-                                         or point.handle_left[1] == value == point.handle_right[1])
-               for point in points)
+    return all(point.co[1] == value == point.handle_left[1] == point.handle_right[1] for point in points)
 
 
 def check_chain_not_animated(chain, fcurves=None):

@@ -108,3 +108,28 @@ def test_a_bake_takes_location_and_scale_keyed_as_they_are(blender, connected):
     obj.pose.bones["b2"].scale = (1.0, 1.0, 1.0)
     with pytest.raises(RuntimeError, match="Bone 'b2' has an animated scale"):
         bpy.ops.blender_ik.bake()
+
+
+def test_constant_keys_whose_bezier_segment_bends_are_refused(blender):
+    """Keys that all hold the value, the first Bezier, the last Constant with its left handle raised by hand: the
+    segment between them bends through that handle (a Bezier segment uses the next key's left handle whatever that
+    key's own interpolation), so the scale changes between them and the bake refuses it."""
+    bpy = blender
+    obj, chain = _chain(bpy, (0.8, 0.2, 1.0), connected=True)
+    pose_bone = obj.pose.bones["b2"]
+    for frame in (1, 10):
+        pose_bone.keyframe_insert("scale", frame=frame)
+    from blender_ik_addon import keys
+    fcurve = next(f for f in keys.object_fcurves(obj) if f.data_path.endswith("scale") and f.array_index == 1)
+    first, last = fcurve.keyframe_points
+    first.interpolation, last.interpolation = "BEZIER", "CONSTANT"
+    last.handle_left_type = "FREE"
+    last.handle_left = (last.handle_left[0], 1.5)
+    fcurve.update()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.frame_set(5)
+    assert pose_bone.scale[1] != 1.0  # Blender plays a scale that changes
+    scene.frame_set(1)
+    with pytest.raises(RuntimeError, match="Bone 'b2' has an animated scale"):
+        bpy.ops.blender_ik.bake()
