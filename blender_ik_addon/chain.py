@@ -866,30 +866,38 @@ def _reads_chain(chain, obj, bone_name):
     return None
 
 
+# While Live poses a render's frame (live.on_frame_change): the view layer the render evaluates. A render evaluates
+# what is enabled in renders (the camera icon), whether or not it is enabled in viewports.
+rendering = [None]
+
+
 def not_evaluated(obj):
     """Why Blender's viewport does not evaluate ``obj`` by itself, or None: disabled in viewports (the screen icon), or
     in no collection of the view layer that is enabled (one excluded, or disabled in viewports, or any collection
     above it). Its matrices then stay where they were last evaluated, whatever its animation or constraints say.
-    (The eye icon only hides: a hidden object is still evaluated.)"""
-    if obj.visible_get():  # shown, so evaluated (the test below walks every collection: ~3 µs each)
+    (The eye icon only hides: a hidden object is still evaluated.) In a render (``rendering``), the same in renders."""
+    render = rendering[0] is not None
+    if not render and obj.visible_get():  # shown, so evaluated (the test below walks every collection: ~3 µs each)
         return None
-    if obj.hide_viewport:
-        return "is disabled in viewports"
-    enabled = enabled_collections(bpy.context.view_layer)
+    if obj.hide_render if render else obj.hide_viewport:
+        return "is disabled in renders" if render else "is disabled in viewports"
+    enabled = enabled_collections(rendering[0] if render else bpy.context.view_layer, render)
     if not any(collection.as_pointer() in enabled for collection in obj.users_collection):
-        return "is in no collection of the view layer that is enabled in viewports (excluded, or disabled)"
+        return (f"is in no collection of the view layer that is enabled in {'renders' if render else 'viewports'} "
+                "(excluded, or disabled)")
     return None
 
 
-def enabled_collections(view_layer):
+def enabled_collections(view_layer, render=False):
     """The pointers (``as_pointer()``) of the collections whose objects ``view_layer`` evaluates: neither excluded
-    nor disabled in viewports, nor below one that is."""
+    nor disabled in viewports (``render``: in renders), nor below one that is."""
     enabled = set()
 
     def walk(layer_collection):
-        if layer_collection.exclude or layer_collection.collection.hide_viewport:
+        collection = layer_collection.collection
+        if layer_collection.exclude or (collection.hide_render if render else collection.hide_viewport):
             return
-        enabled.add(layer_collection.collection.as_pointer())
+        enabled.add(collection.as_pointer())
         for child in layer_collection.children:
             walk(child)
 
@@ -901,7 +909,8 @@ def check_evaluated(obj, what):
     reason = not_evaluated(obj)
     if reason is not None:
         # The object's own screen icon, or its collections' checkbox (Exclude from View Layer) and screen icon.
-        fix = ("enable it in viewports (the screen icon in the Outliner)" if obj.hide_viewport else
+        fix = ("enable it in renders (the camera icon in the Outliner)" if reason == "is disabled in renders" else
+               "enable it in viewports (the screen icon in the Outliner)" if obj.hide_viewport else
                "check its collection's checkbox in the Outliner (include it in the view layer) and enable the "
                "collection in viewports (its screen icon), or link the object into a collection that is")
         raise ChainError(f"{what} {reason}, so Blender does not evaluate it here: it does not update where it is (or "

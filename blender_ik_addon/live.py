@@ -24,7 +24,7 @@ from bpy.app.handlers import persistent
 from . import native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
                     check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets,
-                    hangs_below, order, pose_chain, read_chain, set_rotation, solve_current, verify_pose,
+                    hangs_below, order, pose_chain, read_chain, rendering, set_rotation, solve_current, verify_pose,
                     with_armature, write_rotations)
 
 # Runtime state only (nothing here is saved).
@@ -525,7 +525,11 @@ def on_frame_change(scene, depsgraph=None):
     render's depsgraph again after this handler, so the pose Live makes here is the one rendered."""
     render = depsgraph is not None and depsgraph.mode == "RENDER"
     _frame_changes[0] += 1
-    follow(scene, view_layer=depsgraph.view_layer if depsgraph is not None else None, render=render)
+    rendering[0] = depsgraph.view_layer if render else None  # what the render evaluates, Live poses
+    try:
+        follow(scene, view_layer=depsgraph.view_layer if depsgraph is not None else None, render=render)
+    finally:
+        rendering[0] = None
 
 
 @persistent

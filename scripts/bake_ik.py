@@ -347,7 +347,8 @@ def _showing(bpy, name, path):
         raise UserError(f"{path}: no scene named '{name}' (scenes: {', '.join(sorted(s.name for s in bpy.data.scenes))})")
     if scene.library is not None:
         raise UserError(f"{path}: the scene '{name}' is linked from a library; bake it in its own file")
-    opened = window.scene
+    # The view layer too: going back, the window picks the scene's view layer named as the one last shown.
+    opened, opened_layer = window.scene, window.view_layer
     window.scene = scene
     try:
         if bpy.context.scene != scene:  # Blender did not follow (a build whose context keeps the file's scene)
@@ -355,6 +356,7 @@ def _showing(bpy, name, path):
         yield scene
     finally:
         window.scene = opened
+        window.view_layer = opened_layer
 
 
 def _pause_for_tests(point, **facts):
