@@ -128,6 +128,7 @@ def replay(bpy, path, frames, unreachable=(), up_axis="Z", samples=False, scene=
     frames (played in ``scene``)."""
     bpy.ops.wm.open_mainfile(filepath=str(path))
     bpy.context.window.scene = bpy.data.scenes[scene]
+    bpy.context.view_layer.update()  # bpy 4.2 evaluates a scene newly shown at the next update, not at frame_set(current)
     obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
     keyed = rotation_keys(obj, "b1", "rotation_quaternion", samples)[0][:, 0]
     assert list(keyed) == list(frames)
