@@ -562,7 +562,8 @@ def _fcurves_of(obj, data_paths):
 def channel_problems(obj, data_paths):
     """Why keys written to the F-curves of ``data_paths`` (of ``obj``'s own animation) would not be kept or
     would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
-    keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier."""
+    keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier, a channel the action does not key yet
+    that an NLA strip plays (the new keys would override it outside the range too)."""
     problems = []
     for fcurve, where in _fcurves_of(obj, data_paths):
         if fcurve.lock or (fcurve.group is not None and fcurve.group.lock):
@@ -574,6 +575,19 @@ def channel_problems(obj, data_paths):
         if modifiers:
             problems.append(where + (f"has modifiers ({', '.join(modifiers)}) that change how its keys play "
                                      "(remove or mute them)",))
+    # Blender plays the action's F-curve of a channel over its NLA strips' on every frame (held past its keys): the
+    # first keys in the action would silence what a strip plays in that channel outside the range as well.
+    keyed = {where for fcurve, where in _fcurves_of(obj, data_paths)
+             if len(fcurve.keyframe_points) or has_samples(fcurve)}
+    wanted = set(data_paths)
+    for fcurve, strip in nla_fcurves(obj):
+        where = (fcurve.data_path, fcurve.array_index)
+        if (fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve)
+                and (len(fcurve.keyframe_points) or has_samples(fcurve))):
+            keyed.add(where)  # named once, by the first strip that plays it
+            problems.append(where + (f"is keyed in NLA strip '{strip}', which the action's new keys would override "
+                                     "on every frame, outside the baked range too: mute the strip, or make its action "
+                                     "the armature's action (the bake keeps its keys outside the range)",))
     return problems
 
 
