@@ -61,3 +61,21 @@ def test_build_rig_on_a_sheared_target_poses_as_solve_or_says_why(blender, up_ax
         bpy.ops.blender_ik.build_rig()
     assert not obj.get("blender_ik_rig")
     np.testing.assert_allclose(_world_pose(bpy, obj), solved, atol=1e-6)
+
+
+@pytest.mark.parametrize("operator", ["solve", "bake"])
+def test_a_roll_axis_scaled_to_zero_is_refused(blender, operator):
+    """A target flattened to zero along X (a control hidden by scaling it), with Roll 'Target X': Solve reported success
+    with the hand rolled 180° from where the same target scaled 1e-9 rolls it (the roll toward an axis of zero length is
+    any), while a zero up axis was refused. Now both are, naming the axis; nothing changes."""
+    from rigs import pose_snapshot
+    bpy = blender
+    obj, chain = arm_with_chain(bpy, rotation=(0.2, 0.4, 0.1))
+    chain.roll_axis = "X"
+    chain.target.scale = (0.0, 1.0, 1.0)
+    bpy.context.view_layer.update()
+    before = pose_snapshot(obj)
+    kwargs = {"frame_start": 1, "frame_end": 3} if operator == "bake" else {}
+    with pytest.raises(RuntimeError, match="zero-scale up or roll axis|zero scale on its X axis, its roll axis"):
+        getattr(bpy.ops.blender_ik, operator)(**kwargs)
+    assert pose_snapshot(obj) == before and obj.animation_data is None
