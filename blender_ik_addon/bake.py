@@ -100,7 +100,7 @@ def _previous_values(fcurves, pose_bone, frame):
 
 
 def _invalid_samples(spec, target, pole):
-    """Which samples have a non-finite target (or pole) or a zero-scale up axis."""
+    """Which samples have a non-finite target (or pole) or a zero-scale up (or roll) axis."""
     def not_finite(matrices, axes):  # sample by sample only when some value is not finite (rare)
         finite = np.isfinite(matrices)
         return np.zeros(len(matrices), dtype=bool) if finite.all() else ~finite.all(axis=axes)
@@ -108,8 +108,9 @@ def _invalid_samples(spec, target, pole):
     bad = not_finite(target, (1, 2))
     if pole is not None:
         bad |= not_finite(pole, 1)
-    column, _ = AXES[spec.up_axis]
-    bad |= np.linalg.norm(target[:, :3, column], axis=-1) < 1e-12
+    for axis in (spec.up_axis, spec.roll_axis):
+        if axis != "NONE":
+            bad |= np.linalg.norm(target[:, :3, AXES[axis][0]], axis=-1) < 1e-12
     return bad
 
 
@@ -288,7 +289,8 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
         del samples
     for (spec, _), frames_bad in zip(level, bad):
         if frames_bad:
-            raise ChainError(f"The target (or pole) has an invalid transform or a zero-scale up axis at frames "
+            axes = "up axis" if spec.roll_axis == "NONE" else "up or roll axis"
+            raise ChainError(f"The target (or pole) has an invalid transform or a zero-scale {axes} at frames "
                              f"{compact_frames(np.concatenate(frames_bad), 60)}", spec.label)
     for (spec, chain), lost, flat in zip(level, unreachable, degenerate):
         baked.append(ChainBake(spec, chain.names, lost, flat))

@@ -952,10 +952,13 @@ def goal_matrices(chain, spec):
     """The target's and (plane "POLE") the pole's armature-space matrices (rows of floats) as last evaluated,
     for a chain and goals :func:`check_target` has validated."""
     matrix = goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
-    column, _ = AXES[spec.up_axis]
-    if math.sqrt(sum(row[column] * row[column] for row in matrix[:3])) < 1e-12:
-        raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
-                         f"{spec.up_axis.lstrip('-')} axis")
+    for axis, role in ((spec.up_axis, ""), (spec.roll_axis, ", its roll axis: the roll would be any")):
+        if axis == "NONE":
+            continue
+        column, _ = AXES[axis]
+        if math.sqrt(sum(row[column] * row[column] for row in matrix[:3])) < 1e-12:
+            raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
+                             f"{axis.lstrip('-')} axis{role}")
     pole_matrix = None
     if spec.plane == "POLE":
         pole_matrix = goal_matrix(chain.armature, spec.pole, spec.pole_bone, "pole")

@@ -208,6 +208,7 @@ def check(armature, chain, spec, replaced=()):
         # Copy Rotation takes no rotation a solve would agree with out of a mirroring matrix.
         raise ChainError(f"The target '{spec.target.name}' has a negative (mirroring) scale, which the rig's Copy "
                        "Rotation cannot follow; give it a positive scale")
+    _check_target_axes(spec, target[:3, :3])
     for role, obj, bone_name in (("target", spec.target, spec.target_bone),
                                  ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
         if obj is not None and bone_name and (obj.type != "ARMATURE" or bone_name not in obj.data.bones):
@@ -219,6 +220,29 @@ def check(armature, chain, spec, replaced=()):
                                "dependency cycle in the rig); choose a bone outside the chain")
     if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
         raise ChainError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
+
+
+# Sheared target axes the rig refuses: a tenth of the self-check's angle (a rotation's float32 noise is ~1e-7).
+_SHEAR_TOLERANCE = 1e-4
+
+
+def _check_target_axes(spec, axes):
+    """Refuse a target (world 3×3 ``axes``) whose rotation the rig's Copy Rotation does not take as the solve does:
+    Blender makes a target's axes perpendicular first, keeping its Y (and its X and Z then differ from the
+    columns the solve reads as the up and roll axes), and takes no rotation from an axis scaled to zero."""
+    lengths = np.linalg.norm(axes, axis=0)
+    name = spec.target.name + (f"' bone '{spec.target_bone}" if spec.target_bone else "")
+    if lengths.min() < 1e-12:
+        raise ChainError(f"The target '{name}' has zero scale on its {'XYZ'[int(np.argmin(lengths))]} axis, from "
+                         "which the rig's Copy Rotation takes no rotation; give it a scale on every axis")
+    units = axes / lengths
+    cosines = np.abs(units.T @ units - np.eye(3))
+    shear = math.degrees(math.asin(min(1.0, float(cosines.max()))))
+    if math.radians(shear) > _SHEAR_TOLERANCE and (AXES[spec.up_axis][0] != 1 or spec.roll_axis != "NONE"):
+        raise ChainError(f"The target '{name}' is sheared (its parents scale it unevenly and turn it: two of its axes "
+                         f"are {shear:.3g}° from perpendicular); the rig's Copy Rotation makes them perpendicular "
+                         "about its Y axis, so only an up axis along Y without a roll axis follows it. Give its "
+                         "parents a uniform scale (Solve, Live and Bake follow the sheared axes)")
 
 
 def _rest_geometry(chain, spec):
