@@ -159,6 +159,9 @@ def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_rang
         for spec, chain in level:
             for pose_bone in chain.pose_bones:
                 bones[bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode))] = (spec, pose_bone.name)
+    problem = frame_range and keys.span_problem(armature, bones, frame_range)
+    if problem:
+        raise ChainError(f"{name}: {problem}")
     problems = keys.channel_problems(armature, bones)
     problems += keys.output_problems(armature, bones, output == "SAMPLES", frame_range)
     for path, index, reason in problems:

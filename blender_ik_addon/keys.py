@@ -448,6 +448,30 @@ def playback_problems(obj):
     return problems
 
 
+def span_problem(obj, data_paths, frame_range):
+    """Why keys over ``frame_range`` would change what ``obj`` plays outside it in channels other than ``data_paths``,
+    or None: with NLA tracks, an action track whose Extrapolation is not Hold plays its action only over the action's
+    frame range (Nothing), or from its start on (Hold Forward); keys beyond that range widen it, and the action's other
+    channels (held past their keys) then play over the NLA's on frames they did not before."""
+    anim_data = obj.animation_data
+    if (anim_data is None or anim_data.action is None or anim_data.action_extrapolation == "HOLD"
+            or not anim_data.use_nla or not any(not track.mute and len(track.strips) for track in anim_data.nla_tracks)):
+        return None
+    first, last = anim_data.action.frame_range
+    start, end = frame_range
+    widened = start < first or (end > last and anim_data.action_extrapolation == "NOTHING")
+    wanted = set(data_paths)
+    others = [fcurve for fcurve in object_fcurves(obj) if fcurve.data_path not in wanted]
+    if not widened or not others:
+        return None
+    extrapolation = anim_data.action_extrapolation.replace("_", " ").title()
+    return (f"its action plays over its NLA tracks from frame {first:g} {'to' if extrapolation == 'Nothing' else 'on'}"
+            f"{f' {last:g}' if extrapolation == 'Nothing' else ''} only (the action track's Extrapolation is "
+            f"{extrapolation}); keys from {start:g} to {end:g} would widen that, and its other channels ("
+            f"'{others[0].data_path}'...) would play over the NLA's on the frames added, outside the range too: set "
+            "the Extrapolation to Hold (NLA editor, the action track's sidebar), or bake within the action's range")
+
+
 def nla_fcurves(obj):
     """The F-curves that ``obj``'s NLA strips play on it, as ``(fcurve, strip name)`` pairs: those of the actions of
     every strip that plays (not muted, on a track that is not muted, and a solo track only when one is solo; a meta

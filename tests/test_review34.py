@@ -93,3 +93,40 @@ def test_a_channel_the_action_keys_already_is_baked_over_a_strip(blender):
     assert bpy.ops.blender_ik.bake(frame_start=20, frame_end=40) == {"FINISHED"}
     assert _tip_off(bpy, obj, chain.target, range(20, 41)) < 1e-5
     assert float(np.abs(_played(bpy, obj, outside, ("b1", "b2")) - before).max()) < 1e-6
+
+
+@pytest.mark.parametrize("extrapolation", ["HOLD_FORWARD", "NOTHING", "HOLD"])
+def test_an_action_played_over_its_span_only_is_not_widened(blender, extrapolation):
+    """NLA tracks below an action keying the root's location at 20-40 only, its action track's Extrapolation Hold
+    Forward or Nothing: Blender plays the action over 20-40 (Nothing) or from 20 on, the strip elsewhere. A bake of
+    10-30 widened the action to 10, so on 10-19 the root played the action's held location over the strip's: the self-
+    check blamed "something in the scene", and a bone beside the chain would have changed with nothing to say so. The
+    bake refuses it, naming the extrapolation; with Hold the action plays everywhere already, and the bake goes on."""
+    bpy = blender
+    from blender_ik_addon.chain import ChainError
+    from blender_ik_addon.ops import bake_armature
+    obj, chain = arm_with_chain(bpy)
+    _move_target(chain.target)
+    root = obj.pose.bones["root"]
+    for frame, z in ((1, 0.3), (60, 0.3)):  # the strip: the root raised
+        root.location.z = z
+        root.keyframe_insert("location", frame=frame)
+    _push_down(obj, {})
+    obj.animation_data.action = bpy.data.actions.new("Shot")
+    for frame in (20, 40):  # the action: the root back down over 20-40
+        root.location.z = 0.0
+        root.keyframe_insert("location", frame=frame)
+    obj.animation_data.action_extrapolation = extrapolation
+    scene = bpy.context.scene
+    outside = [*range(1, 10), *range(31, 60)]
+    before = _played(bpy, obj, outside, ("root",))
+    scene.frame_set(25)
+    if extrapolation == "HOLD":
+        bake_armature(scene, obj, frame_start=10, frame_end=30)
+        assert _tip_off(bpy, obj, chain.target, range(10, 31)) < 1e-5
+    else:
+        with pytest.raises(ChainError, match=f"Extrapolation is {extrapolation.replace('_', ' ').title()}"):
+            bake_armature(scene, obj, frame_start=10, frame_end=30)
+        from blender_ik_addon.keys import object_fcurves
+        assert [curve.data_path for curve in object_fcurves(obj)] == ['pose.bones["root"].location'] * 3
+    assert float(np.abs(_played(bpy, obj, outside, ("root",)) - before).max()) < 1e-6
