@@ -373,7 +373,7 @@ class BLENDER_IK_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
             raise ChainError(_from_library(armature, name, "removed")) from None
         settings.active_chain_index = max(0, min(settings.active_chain_index, len(settings.chains) - 1))
         runtime.forget(armature, name)
-        self.report({"INFO"}, f"Removed chain '{name}'")
+        self.report({"INFO"}, f"Removed chain '{name}'" if name else "Removed the unnamed chain (it had no tip bone)")
         return {"FINISHED"}
 
 

@@ -302,6 +302,9 @@ def test_reports_name_the_chain_by_its_name(blender, capfd):
     assert "Mirrored chain 'foot.L' to 'foot.R'" in _report(capfd, bpy.ops.blender_ik.chain_mirror)
     obj.blender_ik.active_chain_index = 1
     assert "Removed chain 'foot.L'" in _report(capfd, bpy.ops.blender_ik.chain_remove)
+    obj.blender_ik.chains.add()  # a script's, nothing filled in: the list shows no name, nor does the report
+    obj.blender_ik.active_chain_index = len(obj.blender_ik.chains) - 1
+    assert "Removed the unnamed chain" in _report(capfd, bpy.ops.blender_ik.chain_remove)
 
 
 def _rig_bones(obj):
