@@ -44,7 +44,7 @@ from _blender_script import (Interrupted, UserError, blender_message, blender_qu
 UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 # Plain, zstd (Blender 3.0+) and gzip (older) .blend files.
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
-USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--scene NAME] [--armature NAME] [--chain NAME ...] "
+USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--scene NAME] [--view-layer NAME] [--armature NAME] [--chain NAME ...] "
          "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
          "[--bake-output {keys,samples}] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
@@ -95,6 +95,9 @@ def make_parser():
     parser.add_argument("--scene", metavar="NAME",
                         help="bake this scene (default: the one the file was saved showing); the baked file still "
                              "opens on that one")
+    parser.add_argument("--view-layer", metavar="NAME",
+                        help="evaluate the scene on this view layer (default: the one the window shows, or the one "
+                             "named as the view layer it showed); the baked file still opens on the input's")
     parser.add_argument("--armature", metavar="NAME",
                         help="bake this armature only (default: every armature in the scene that has IK chains)")
     parser.add_argument("--chain", action="append", metavar="NAME",
@@ -331,28 +334,37 @@ def _find_object(bpy, scene, name, path, role):
 
 
 @contextlib.contextmanager
-def _showing(bpy, name, path):
-    """The scene named ``name`` (None: the one the file opened on) made the window's, which is the scene Blender
-    evaluates and so the only one a bake can read frame by frame; the file's own is put back afterwards, so that the
+def _showing(bpy, name, layer_name, path):
+    """The scene named ``name`` (None: the one the file opened on), on its view layer ``layer_name`` (None: the one the
+    window picks, named as the one it showed, or the first), made the window's: the scene and view layer Blender
+    evaluates, and so the only ones a bake can read frame by frame. The file's own are put back afterwards, so that the
     baked file opens as its input did."""
     window = bpy.context.window or next(iter(bpy.context.window_manager.windows), None)
-    if name is None or window is None:
-        if name is not None and name != bpy.context.scene.name:
-            raise UserError(f"{path}: cannot show the scene '{name}' here (no window): bake it in a file saved "
-                            "showing it")
+    if window is None:
+        if (name or bpy.context.scene.name) != bpy.context.scene.name or \
+                (layer_name or bpy.context.view_layer.name) != bpy.context.view_layer.name:
+            raise UserError(f"{path}: cannot show another scene or view layer here (no window): bake it in a file "
+                            "saved showing it")
         yield bpy.context.scene
         return
-    scene = bpy.data.scenes.get(name)
+    scene = window.scene if name is None else bpy.data.scenes.get(name)
     if scene is None:
         raise UserError(f"{path}: no scene named '{name}' (scenes: {', '.join(sorted(s.name for s in bpy.data.scenes))})")
     if scene.library is not None:
         raise UserError(f"{path}: the scene '{name}' is linked from a library; bake it in its own file")
+    layer = None if layer_name is None else scene.view_layers.get(layer_name)
+    if layer_name is not None and layer is None:
+        raise UserError(f"{path}: the scene '{scene.name}' has no view layer named '{layer_name}' (view layers: "
+                        f"{', '.join(sorted(v.name for v in scene.view_layers))})")
     # The view layer too: going back, the window picks the scene's view layer named as the one last shown.
     opened, opened_layer = window.scene, window.view_layer
     window.scene = scene
+    if layer is not None:
+        window.view_layer = layer
     try:
-        if bpy.context.scene != scene:  # Blender did not follow (a build whose context keeps the file's scene)
-            raise UserError(f"{path}: cannot show the scene '{name}' here: bake it in a file saved showing it")
+        if bpy.context.scene != scene or (layer is not None and bpy.context.view_layer != layer):
+            # Blender did not follow (a build whose context keeps the file's scene)
+            raise UserError(f"{path}: cannot show the scene '{scene.name}' here: bake it in a file saved showing it")
         yield scene
     finally:
         window.scene = opened
@@ -527,7 +539,9 @@ def _bake_scene(bpy, scene, args, path):
             results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step, names=names,
                                                          specs=specs, output=args.bake_output.upper())))
         except ChainError as error:
-            raise UserError(f"{path}: armature '{armature.name}': {error}") from None
+            where = (f" (view layer '{bpy.context.view_layer.name}' of scene '{scene.name}'; --view-layer names "
+                     "another)" if "view layer" in str(error) else "")
+            raise UserError(f"{path}: armature '{armature.name}': {error}{where}") from None
     return start, end, results
 
 
@@ -570,8 +584,9 @@ def bake_file(path, output, args):
         _pause_for_tests("bake")
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
         _leave_edit_mode(bpy)
-        with _showing(bpy, args.scene, path) as scene:
+        with _showing(bpy, args.scene, args.view_layer, path) as scene:
             start, end, results = _bake_scene(bpy, scene, args, path)
+            view_layer = bpy.context.view_layer.name
         check_interrupted()
         _save_copy(bpy, os.path.abspath(output), args.save_via)
         chains = [_chain_record(armature, chain, result) for armature, result in results for chain in result.chains]
@@ -579,7 +594,8 @@ def bake_file(path, output, args):
                      for armature, result in results]
         return {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "scene": scene.name, "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
+            "scene": scene.name, "view_layer": view_layer,
+            "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
             "frames": len(results[0][1].frames), "chains": chains,
             "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
             "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
@@ -616,7 +632,7 @@ def worker_command(path, output, args, summary_file, temporary, blender):
         command = [sys.executable, SCRIPT]
     command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--bake-output={args.bake_output}",
                 f"--summary-file={summary_file}", f"--save-via={temporary}"]
-    for option, value in (("--scene", args.scene), ("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
+    for option, value in (("--scene", args.scene), ("--view-layer", args.view_layer), ("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
                           ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:
             command.append(f"{option}={value}")

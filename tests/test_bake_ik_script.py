@@ -231,6 +231,43 @@ def test_a_scene_not_shown_is_baked_with_scene(blender, work, jobs):
         replay(blender, baked, range(1, 21))
 
 
+@pytest.mark.parametrize("view_layer", [None, "Anim"])
+def test_view_layer_names_the_one_evaluated(blender, work, view_layer):
+    """A scene shown on a view layer that excludes the rig (a render layer for the background), the rig in its other
+    one: without --view-layer the bake says which view layer it read, and --view-layer bakes on the other; the baked
+    file still opens on the input's."""
+    bpy = blender
+    bpy.ops.wm.open_mainfile(filepath=str(work.folder / "walk.blend"))
+    scene, arm = bpy.context.scene, bpy.data.objects["Arm"]
+    rig = bpy.data.collections.new("Rig")
+    scene.collection.children.link(rig)
+    rig.objects.link(arm)
+    scene.collection.objects.unlink(arm)
+    scene.view_layers[0].name = "Shown"
+    scene.view_layers.new("Anim")
+    scene.view_layers["Shown"].layer_collection.children["Rig"].exclude = True
+    bpy.context.window.view_layer = scene.view_layers["Shown"]
+    bpy.ops.wm.save_as_mainfile(filepath=str(work.folder / "layers.blend"), copy=True)
+    layer = ["--view-layer", view_layer] if view_layer else []
+    done = work.run("layers.blend", *layer, "--armature", "Arm", "--target", "Target", "--end", 20,
+                    "--report", "../report.json")
+    if view_layer is None:
+        assert done.returncode == 1
+        line, = done.stderr.splitlines()
+        assert "view layer 'Shown' of scene 'Scene'; --view-layer names another" in line, line
+        assert not (work.folder / "layers_baked.blend").exists()
+        return
+    assert done.returncode == 0, done.stderr
+    record, = json.loads((work.folder.parent / "report.json").read_text())["files"]
+    assert (record["scene"], record["view_layer"]) == ("Scene", "Anim")
+    bpy.ops.wm.open_mainfile(filepath=str(work.folder / "layers_baked.blend"))
+    assert bpy.context.view_layer.name == "Shown"
+    bpy.context.window.view_layer = bpy.context.scene.view_layers["Anim"]
+    bpy.context.view_layer.update()
+    obj, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    check_replay(bpy, obj, target, SimpleNamespace(frames=np.arange(1, 21), unreachable=[]))
+
+
 @pytest.mark.parametrize("picked", [(), ("hand.L", "foot.R")])
 def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
     chosen = [argument for tip in picked for argument in ("--chain", tip)]
@@ -266,6 +303,8 @@ def test_every_enabled_chain_by_default_or_those_named(blender, work, picked):
      "the armature 'Arm' is not in the scene 'Layout' (the scene baked; --scene names another)"),
     (["layout.blend", "--scene", "Shot", "--armature", "Arm", "--target", "Target"],
      "layout.blend: no scene named 'Shot' (scenes: Layout, Scene)"),
+    (["layout.blend", "--scene", "Scene", "--view-layer", "Main", "--armature", "Arm", "--target", "Target"],
+     "layout.blend: the scene 'Scene' has no view layer named 'Main' (view layers: ViewLayer)"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(work, arguments, message):
     before = snapshot(work.folder)
