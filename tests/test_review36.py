@@ -45,3 +45,55 @@ def test_build_rig_keeps_the_rig_whose_helper_bone_another_chain_targets(blender
     assert _tip_to(bpy, obj, "foot.L", target.matrix_world.translation) < 1e-5  # foot.L's rig still poses it
     if rebuild == "ACTIVE":  # and foot.R's still follows the helper
         assert _tip_to(bpy, obj, "foot.R", obj.matrix_world @ obj.pose.bones["IKR-foot.L-tip"].head) < 1e-5
+
+
+@pytest.mark.parametrize("goal", ["control bone", "empty on a bone"])
+@pytest.mark.parametrize("then", ["rebuild", "bake"])
+def test_a_built_chain_whose_target_is_on_its_own_armature_rebuilds_and_bakes(blender, goal, then):
+    """hand.L reaches for a control bone of its own armature (or an Empty parented to its hips bone), its rig built.
+    Rebuild Rig and Bake were refused ('The target 'Body' bone 'hand_ctrl.L' moves with the chain: the driver on
+    'pose.bones["IKR-hand.L-base"].location' of 'Body' reads chain bone 'upper_arm.L''): the check of what moves a goal
+    took every driver of the armature object, its bones' included, for drivers of the object, so the rig's own drivers
+    counted as moving the hips and the control bone. Now the bones' drivers count for the goal's bone, its parent bones
+    and the bone an object hangs from, and both work."""
+    from blender_ik_addon.ops import rig_state
+    from test_chains import build_body, select_tips
+    bpy = blender
+    obj = build_body(bpy, control=True)
+    select_tips(bpy, obj, ["hand.L"])
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains["hand.L"]
+    if goal == "control bone":
+        chain.target, chain.target_bone = obj, "hand_ctrl.L"
+        mover, path = obj.pose.bones["hand_ctrl.L"], "location"
+    else:
+        empty = chain.target
+        world = empty.matrix_world.copy()
+        empty.parent, empty.parent_type, empty.parent_bone = obj, "BONE", "hips"
+        bpy.context.view_layer.update()
+        empty.matrix_world = world
+        mover, path = empty, "location"
+    bpy.context.view_layer.update()
+
+    def goal_point():
+        bpy.context.view_layer.update()
+        return (obj.matrix_world @ obj.pose.bones["hand_ctrl.L"].head if goal == "control bone"
+                else chain.target.matrix_world.translation.copy())
+
+    assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+    if then == "rebuild":
+        chain.roll_axis = "X"
+        assert rig_state(obj, chain) == "STALE"
+        assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+        assert rig_state(obj, chain) == "BUILT"
+        getattr(mover, path)[1] += 0.05
+        assert _tip_to(bpy, obj, "hand.L", goal_point()) < 1e-5
+        return
+    mover.keyframe_insert(path, frame=1)
+    getattr(mover, path)[1] += 0.05
+    mover.keyframe_insert(path, frame=10)
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    assert rig_state(obj, chain) == "MUTED"
+    for frame in (1, 4, 10):
+        bpy.context.scene.frame_set(frame)
+        assert _tip_to(bpy, obj, "hand.L", goal_point()) < 1e-5
