@@ -843,6 +843,8 @@ def _reads_chain(chain, obj, bone_name):
         for driver in drivers:
             if driver.mute or not driver.data_path.startswith(path_prefix):
                 continue
+            if not path_prefix and driver.data_path.startswith('pose.bones["'):
+                continue  # a bone's, which moves the object no more than its other bones do (a built rig's own)
             for variable in driver.driver.variables:
                 for target in variable.targets:
                     bone = target.bone_target or _bone_of_path(target.data_path or "")
@@ -850,20 +852,23 @@ def _reads_chain(chain, obj, bone_name):
                         return f"the driver on '{driver.data_path}' of {owner} reads chain bone '{bone}'"
         return None
 
-    if bone_name and obj is not None and obj.type == "ARMATURE":
-        bone = obj.pose.bones.get(bone_name)
+    def from_bones(owner, bone_name):
+        bone = owner.pose.bones.get(bone_name) if owner.type == "ARMATURE" else None
         while bone is not None:
             found = (from_constraints(f"bone '{bone.name}'", bone.constraints)
-                     or from_drivers(f"bone '{bone.name}'", obj, bone_path(bone.name, "")))
+                     or from_drivers(f"bone '{bone.name}'", owner, bone_path(bone.name, "")))
             if found:
                 return found
             bone = bone.parent
-    while obj is not None:
+        return None
+
+    found = from_bones(obj, bone_name) if bone_name and obj is not None else None
+    while obj is not None and not found:
         found = from_constraints(f"'{obj.name}'", obj.constraints) or from_drivers(f"'{obj.name}'", obj)
-        if found:
-            return found
+        if not found and obj.parent is not None and obj.parent_type == "BONE":
+            found = from_bones(obj.parent, obj.parent_bone)
         obj = obj.parent
-    return None
+    return found
 
 
 # While Live poses a render's frame (live.on_frame_change): the view layer the render evaluates. A render evaluates

@@ -784,6 +784,24 @@ def _trial_build(armature, chosen, specs, read, levels):
     evaluate_now()
 
 
+def _check_helpers_kept(armature, chosen, replaced):
+    """A rebuild deletes the helper bones of the rigs it replaces and adds new ones: a rig built in this call (checked
+    before they exist) or one left built (Blender clears its constraints' bone) whose target or pole is one of them
+    would lose it, so refuse before anything changes. A chain that only solves (Solve, Live, Bake) finds the new helper
+    under the same name."""
+    helpers = {bone: name for name in replaced for bone in native_rig.helper_bones(armature, name)}
+    for chain_settings in armature.blender_ik.chains:
+        if chain_settings not in chosen and not native_rig.is_built(armature, props.rig_key(chain_settings)):
+            continue
+        spec = props.chain_spec(chain_settings)
+        for role, obj, bone in (("target", spec.target, spec.target_bone),
+                                ("pole", spec.pole if spec.plane == "POLE" else None, spec.pole_bone)):
+            if obj is not None and obj.type == "ARMATURE" and obj.data == armature.data and bone in helpers:
+                raise ChainError(f"The {role} '{bone}' is a helper bone of the rig of chain '{helpers[bone]}', which "
+                                 "this Build Rig deletes and makes anew, and this chain's rig would lose it: give the "
+                                 "chain a bone of the character instead; nothing was changed", spec.label)
+
+
 class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
     """Build the chains as constraints and drivers Blender evaluates by itself: renders, playback, files opened
     without the add-on or with scripts disabled, and overridden rigs show the solved pose (rebuilds a rig
@@ -840,6 +858,7 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                 native_rig.check(armature, read[spec], spec, replaced)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
+        _check_helpers_kept(armature, chosen, replaced)
         if _built_settings(armature, chosen):  # a rebuild: the rigs it replaces stay until the new ones pass
             _trial_build(armature, chosen, specs, read, levels)
         native_rig.remove_many(armature, [props.rig_key(chain_settings) for chain_settings in chosen])
