@@ -182,11 +182,14 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         chosen = _chain_settings(armature, self.chains)
-        built = [c.name for c in _built_settings(armature, chosen) if rig_state(armature, c) not in ("MUTED", "GONE")]
-        if built:
-            raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
-                             f"{'have' if len(built) > 1 else 'has'} a built rig, which solves by itself; remove "
+        built = [c for c in _built_settings(armature, chosen) if rig_state(armature, c) not in ("MUTED", "GONE")]
+        if built and (self.chains == "ACTIVE" or len(built) == len(chosen)):
+            names = [c.name for c in built]
+            raise ChainError(f"Chain{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))} "
+                             f"{'have' if len(names) > 1 else 'has'} a built rig, which solves by itself; remove "
                              "the rig to pose with Solve")
+        # Solve All leaves a built chain to its rig, which poses it as Blender evaluates (the legs built, the arms not).
+        chosen = [c for c in chosen if c not in built]
         solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
         # A chain of the active bone is named after it now: its read-out and the report go by that name.
@@ -196,7 +199,9 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]
-        if len(solved) == 1:
+        left = (f"; {len(built)} chain{'s' if len(built) > 1 else ''} with a built rig left to it"
+                f"{'' if len(built) > 1 else ' (' + repr(built[0].name) + ')'}" if built else "")
+        if len(solved) == 1 and not built:
             spec = solved[0][0]
             if not missed:
                 self.report({"INFO"}, f"Solved '{spec.label}': the tip is on the target")
@@ -205,10 +210,12 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
                 self.report({"WARNING"}, f"Chain '{spec.label}': target out of reach by {miss}; the chain takes the "
                                          "closest pose")
         elif not missed:
-            self.report({"INFO"}, f"Solved {len(solved)} chains: every tip is on its target")
+            plural = "chains: every tip is" if len(solved) > 1 else "chain: its tip is"
+            self.report({"INFO"}, f"Solved {len(solved)} {plural} on its target{left}")
         else:
             out = ", ".join(f"{spec.label} by {distance_text(context.scene, armature, miss)}" for spec, miss in missed)
-            self.report({"WARNING"}, f"Solved {len(solved)} chains; out of reach (closest pose): {out}")
+            self.report({"WARNING"}, f"Solved {len(solved)} chain{'s' if len(solved) > 1 else ''}; out of reach "
+                                     f"(closest pose): {out}{left}")
         return {"FINISHED"}
 
 

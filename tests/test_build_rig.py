@@ -65,6 +65,31 @@ def test_built_rigs_follow_their_targets_without_the_solver(blender):
     assert armature_state(obj) == before
 
 
+def test_solve_all_leaves_built_chains_to_their_rigs(blender, capfd):
+    """The legs built, the arms not: Solve All solved nothing ("has a built rig, which solves by itself"), so the
+    rigger had to solve each arm alone. It solves the arms and leaves the legs to their rigs, saying so; when every
+    chain it would solve is built, it still refuses."""
+    bpy = blender
+    obj, targets = four_limbs(bpy, "python")
+    bpy.context.view_layer.objects.active = obj
+    chains = obj.blender_ik.chains
+    for tip in ("foot.L", "foot.R"):
+        obj.blender_ik.active_chain_index = chains.find(tip)
+        assert bpy.ops.blender_ik.build_rig(chains="ACTIVE") == {"FINISHED"}
+    place(targets, fk_goals(bpy, obj, 1, 23)[0])
+    bpy.context.view_layer.update()
+    legs = pose_snapshot(obj)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    assert "Solved 2 chains: every tip is on its target; 2 chains with a built rig left to it" in capfd.readouterr().out
+    on_targets(bpy, obj, targets, LIMBS)  # the arms by Solve, the legs by their rigs
+    assert all(pose_snapshot(obj)[name] == legs[name] for tip in ("foot.L", "foot.R") for name in LIMBS[tip])
+    for tip in ("hand.L", "hand.R"):
+        chains[tip].enabled = False
+    with pytest.raises(RuntimeError, match="have a built rig, which solves by itself"):
+        bpy.ops.blender_ik.solve(chains="ALL")
+
+
 def test_baking_a_built_chain_keys_its_pose_and_mutes_the_rig(blender, capfd):
     bpy = blender
     from blender_ik_addon.ops import rig_state
