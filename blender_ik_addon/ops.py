@@ -1003,6 +1003,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
                                   output)
         muted.keep = True
     result.rigs_muted = [name for name in muted.names if muted.muted[name]]  # a rig whose constraints are gone: none
+    result.rigs_linked = armature.data.library is not None or armature.data.override_library is not None
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
     bones = {name for chain in result.chains for name in chain.bones}
     for chain_settings in armature.blender_ik.chains:
