@@ -56,7 +56,7 @@ class BakeResult:
     seconds: float = 0.0
     live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
     rigs_muted: list = field(default_factory=list)  # chains whose built rig the operator muted
-    rigs_linked: bool = False  # those rigs' bones are a library's: Build Rig cannot unmute them here
+    rigs_linked: bool = False  # those rigs' bones are a library's: Build Rig unmutes them, cannot rebuild them
     output: str = "KEYS"  # what was written: one of OUTPUTS
 
     @property
@@ -84,8 +84,7 @@ class BakeResult:
         if self.live_turned_off:
             text += f"; Live turned off on {', '.join(self.live_turned_off)} so the keys drive the pose"
         if self.rigs_muted:
-            how = ("unmute its constraints to show it again: the rig is the library's" if self.rigs_linked
-                   else "Build Rig unmutes")
+            how = ("Build Rig unmutes it; the rig is the library's" if self.rigs_linked else "Build Rig unmutes")
             text += f"; the built rig of {', '.join(self.rigs_muted)} muted so the keys show ({how})"
         return text
 

@@ -828,6 +828,9 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
 
     def _build(self, armature):
         chosen = _chain_settings(armature, self.chains)
+        if (armature.data.library is not None or armature.data.override_library is not None) and chosen and all(
+                rig_state(armature, chain_settings) == "MUTED" for chain_settings in chosen):
+            return self._unmute(armature, chosen)
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
         # A chain's own rig is not one of the constraints it refuses.
         with _MutedRigs(armature, chosen), posers_read_once(armature):
@@ -890,6 +893,37 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
             chain_settings.live = False  # the rig follows the target now
         self.report({"INFO"}, f"Built the rig of {', '.join(spec.label for spec in specs)}: Blender evaluates "
                               f"{'them' if len(specs) > 1 else 'it'} without the add-on")
+        return {"FINISHED"}
+
+
+    def _unmute(self, armature, chosen):
+        """The rigs of a character whose bones are a library's (linked and overridden), muted by a bake here: Build Rig
+        cannot build them here, but unmutes them, as a rebuild would, once they are up to date and pose each chain as
+        Solve would (checked as a build is); otherwise they stay muted, and the message says why."""
+        names = [props.rig_key(chain_settings) for chain_settings in chosen]
+        specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
+        with posers_read_once(armature):
+            evaluate_now()
+            levels = prepare(armature, specs)  # the rigs muted: their constraints are not the chain's own
+        try:
+            for name in names:
+                native_rig.set_muted(armature, name, False)
+            stale = [chain_settings.name for chain_settings in chosen if rig_state(armature, chain_settings) != "BUILT"]
+            if stale:
+                raise ChainError(f"The rig of {', '.join(map(repr, stale))} is out of date (a setting or the rest pose "
+                                 "changed since it was built), and its bones are the library's: rebuild it in the library "
+                                 "file; it stays muted")
+            evaluate_now()
+            _verify_rigs(levels)
+        except ChainError as error:
+            for name in names:
+                native_rig.set_muted(armature, name, True)
+            evaluate_now()
+            raise ChainError(error.message.replace("nothing was changed", "the rig stays muted"), error.chain) from None
+        for chain_settings in chosen:
+            chain_settings.live = False  # the rig follows the target again
+        self.report({"INFO"}, f"Unmuted the rig of {', '.join(spec.label for spec in specs)} (built in the library "
+                              f"file): {'they pose' if len(specs) > 1 else 'it poses'} the chain again")
         return {"FINISHED"}
 
 
