@@ -828,9 +828,11 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
 
     def _build(self, armature):
         chosen = _chain_settings(armature, self.chains)
-        if (armature.data.library is not None or armature.data.override_library is not None) and chosen and all(
-                rig_state(armature, chain_settings) == "MUTED" for chain_settings in chosen):
-            return self._unmute(armature, chosen)
+        if armature.data.library is not None or armature.data.override_library is not None:
+            # A bake of some chains (Bake Active) muted theirs; the others' rigs, up to date, stay as they are.
+            states = [rig_state(armature, chain_settings) for chain_settings in chosen]
+            if "MUTED" in states and set(states) <= {"MUTED", "BUILT"}:
+                return self._unmute(armature, [c for c, state in zip(chosen, states) if state == "MUTED"])
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
         # A chain's own rig is not one of the constraints it refuses.
         with _MutedRigs(armature, chosen), posers_read_once(armature):
