@@ -10,6 +10,7 @@
 Features are detected, not version numbers compared.
 """
 import contextlib
+import math
 
 import bpy
 import numpy as np
@@ -457,7 +458,7 @@ def span_problem(obj, data_paths, frame_range):
     if (anim_data is None or anim_data.action is None or anim_data.action_extrapolation == "HOLD"
             or not anim_data.use_nla or not any(not track.mute and len(track.strips) for track in anim_data.nla_tracks)):
         return None
-    first, last = anim_data.action.frame_range
+    first, last = _played_range(anim_data.action)
     start, end = frame_range
     widened = start < first or (end > last and anim_data.action_extrapolation == "NOTHING")
     wanted = set(data_paths)
@@ -470,6 +471,30 @@ def span_problem(obj, data_paths, frame_range):
             f"{extrapolation}); keys from {start:g} to {end:g} would widen that, and its other channels ("
             f"'{others[0].data_path}'...) would play over the NLA's on the frames added, outside the range too: set "
             "the Extrapolation to Hold (NLA editor, the action track's sidebar), or bake within the action's range")
+
+
+def _played_range(action):
+    """The frames over which Blender plays ``action`` as an action track (its extent, as BKE_action_frame_range_calc
+    with modifiers): its keys' and samples' of every slot, whatever its manual Frame Range says; an F-curve's last
+    modifier, muted or not, widens it (Cycles on the sides it repeats, Limits to its frame limits, any other forever)."""
+    first, last = math.inf, -math.inf
+    for fcurve in action_fcurves(action):
+        if len(fcurve.keyframe_points) or has_samples(fcurve):
+            low, high = fcurve.range()
+            first, last = min(first, low), max(last, high)
+        if len(fcurve.modifiers):
+            modifier = fcurve.modifiers[-1]
+            if modifier.type == "CYCLES":
+                first = -math.inf if modifier.mode_before != "NONE" else first
+                last = math.inf if modifier.mode_after != "NONE" else last
+            elif modifier.type == "LIMITS":
+                first = min(first, modifier.min_x) if modifier.use_min_x else first
+                last = max(last, modifier.max_x) if modifier.use_max_x else last
+            else:
+                first, last = -math.inf, math.inf
+    if first > last:
+        first = last = 0.0
+    return first, (last if last > first else first + 1.0)
 
 
 def nla_fcurves(obj):
