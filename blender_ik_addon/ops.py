@@ -476,13 +476,15 @@ def _mirror_matrix(armature, matrix, up_axis, roll_axis):
     return Matrix(mirrored.tolist())
 
 
-def _mirror_parent(source, mirrored, matrix):
+def _mirror_parent(source, mirrored, matrix, counterparts):
     """Hang the mirrored goal where the source hangs: from the other side's counterpart of its parent (object,
-    or bone) when there is one, else from the same parent; it stays where it was put."""
+    or bone) when there is one, else from the same parent; it stays where it was put. ``counterparts``: the goals
+    mirrored so far, source -> mirror (a pole hanging from the chain's target hangs from the mirrored target, whatever
+    its name)."""
     parent = source.parent
     if parent is None:
         return
-    mirrored.parent = bpy.data.objects.get(bpy.utils.flip_name(parent.name), parent)
+    mirrored.parent = counterparts.get(parent) or bpy.data.objects.get(bpy.utils.flip_name(parent.name), parent)
     mirrored.parent_type = source.parent_type
     if source.parent_type == "BONE":
         flipped = bpy.utils.flip_name(source.parent_bone)
@@ -534,6 +536,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             # the Empties made below: the mirror bone's X is the opposite of the source's mirror image.
             for key in ("up_axis", "roll_axis"):
                 values[key] = _FLIPPED_X.get(values[key], values[key])
+        counterparts = {}
         for role, goal in list(goals.items()):
             if isinstance(goal, tuple):
                 continue
@@ -544,8 +547,8 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
                                     source.roll_axis if role == "target" else "NONE")
             mirrored = new_empty(context, name, matrix, goal.empty_display_size if goal.type == "EMPTY" else 0.1,
                                  goal.empty_display_type if goal.type == "EMPTY" else "PLAIN_AXES")
-            _mirror_parent(goal, mirrored, matrix)
-            goals[role] = mirrored
+            _mirror_parent(goal, mirrored, matrix, counterparts)
+            goals[role] = counterparts[goal] = mirrored
         chain_settings = _add_chain(armature, tip, **values)
         for role, goal in goals.items():
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")

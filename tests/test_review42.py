@@ -1,0 +1,50 @@
+"""Review 42: Mirror Chain and Chains from Selected under a studio's naming conventions (a rigger's view), judged by
+what Blender evaluates."""
+import numpy as np
+import pytest
+import bpy  # noqa: F401  (mathutils comes with bpy)
+from mathutils import Matrix, Vector
+
+from test_chains import build_body
+
+FLIP = np.diag([-1.0, 1.0, 1.0])
+
+
+def left_arm_chain(bpy, obj):
+    """The left arm's chain (Add Chain, Add Target), active. Returns its settings."""
+    bpy.context.view_layer.objects.active = obj
+    obj.data.bones.active = obj.data.bones["hand.L"]
+    assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    return obj.blender_ik.active_chain
+
+
+@pytest.mark.parametrize("target_name", ["ik_goal", "hand_ctrl.L"])
+def test_a_pole_hanging_from_the_chains_target_hangs_from_the_mirrored_target(blender, target_name):
+    """An elbow pole parented to the hand's target (the usual set-up) must, mirrored, hang from the mirrored target:
+    a target named without a side ('ik_goal') is mirrored as 'hand.R_target', and one whose mirror name is taken
+    ('hand_ctrl.R' already exists) as 'hand_ctrl.R.001'; the right pole hung from the left target, or from the
+    unrelated 'hand_ctrl.R', and moved with it."""
+    bpy = blender
+    obj = build_body(bpy)
+    if target_name.endswith(".L"):
+        bpy.context.scene.collection.objects.link(bpy.data.objects.new(bpy.utils.flip_name(target_name), None))
+    chain = left_arm_chain(bpy, obj)
+    chain.target.name, chain.plane = target_name, "POLE"
+    pole = bpy.data.objects.new("elbow_pole.L", None)
+    bpy.context.scene.collection.objects.link(pole)
+    pole.parent = chain.target
+    pole.matrix_world = obj.matrix_world @ Matrix.Translation((0.4, 0.5, 1.3))
+    chain.pole = pole
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
+    mirrored = obj.blender_ik.active_chain
+    to_local = obj.matrix_world.inverted()
+    where = np.array((to_local @ mirrored.pole.matrix_world).translation)
+    assert np.allclose(FLIP @ np.array((to_local @ pole.matrix_world).translation), where, atol=1e-5)
+    mirrored.target.location.z += 0.1  # the right hand's target goes up: its elbow pole goes with it
+    chain.target.location.x += 0.2  # the left one's moves: the right pole stays
+    bpy.context.view_layer.update()
+    moved = np.array((to_local @ mirrored.pole.matrix_world).translation) - where
+    assert np.allclose(moved, np.array(to_local.to_3x3() @ Vector((0.0, 0.0, 0.1))), atol=1e-5), \
+        f"the right pole hangs from '{mirrored.pole.parent.name}', not from the right target"
