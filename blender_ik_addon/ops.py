@@ -293,10 +293,10 @@ def _check_free(armature, names, label=None, what=None, ignore=None):
                              "can belong to one chain only)", label)
 
 
-def _add_chain(armature, tip_name, **values):
+def _add_chain(armature, tip_name, name=None, **values):
     settings = armature.blender_ik
     chain_settings = settings.chains.add()
-    chain_settings.name = props.unique_chain_name(armature, tip_name)
+    chain_settings.name = props.unique_chain_name(armature, name or tip_name)
     runtime.forget(armature, chain_settings.name)  # a removed chain's, of the same name: this one is not solved yet
     chain_settings.tip_bone = tip_name
     for key, value in values.items():
@@ -496,6 +496,15 @@ def _mirror_parent(source, mirrored, matrix, counterparts):
 _FLIPPED_X = {"X": "-X", "-X": "X"}
 
 
+def _mirror_name(name, source_tip, tip):
+    """``name``'s counterpart on the other side, for a chain mirrored from ``source_tip`` onto ``tip``: a name made
+    from the tip's, as the add-on makes them (``hand.L``, ``hand.L_target``, ``hand.L_pole``), takes the mirror tip's
+    (``flip_name`` may turn another part around: ``Left_hand.L_target``); any other, ``flip_name``'s."""
+    if name == source_tip or name.startswith(source_tip + "_"):
+        return tip + name[len(source_tip):]
+    return bpy.utils.flip_name(name)
+
+
 class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
     """Add the mirror image of the active chain on the other side (.L/.R, _L/_R, Left/Right), with mirrored
     target and pole Empties and the same settings"""
@@ -540,7 +549,7 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
         for role, goal in list(goals.items()):
             if isinstance(goal, tuple):
                 continue
-            name = bpy.utils.flip_name(goal.name)
+            name = _mirror_name(goal.name, names[2], tip)
             if name == goal.name:
                 name = f"{tip}_{role}"
             matrix = _mirror_matrix(armature, goal.matrix_world, source.up_axis,
@@ -549,7 +558,8 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
                                  goal.empty_display_type if goal.type == "EMPTY" else "PLAIN_AXES")
             _mirror_parent(goal, mirrored, matrix, counterparts)
             goals[role] = counterparts[goal] = mirrored
-        chain_settings = _add_chain(armature, tip, **values)
+        name = _mirror_name(source.name, names[2], tip)  # the studio's chain names: arm.L's mirror is arm.R
+        chain_settings = _add_chain(armature, tip, name if name != source.name else None, **values)
         for role, goal in goals.items():
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)

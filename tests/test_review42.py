@@ -48,3 +48,30 @@ def test_a_pole_hanging_from_the_chains_target_hangs_from_the_mirrored_target(bl
     moved = np.array((to_local @ mirrored.pole.matrix_world).translation) - where
     assert np.allclose(moved, np.array(to_local.to_3x3() @ Vector((0.0, 0.0, 0.1))), atol=1e-5), \
         f"the right pole hangs from '{mirrored.pole.parent.name}', not from the right target"
+
+
+@pytest.mark.parametrize("hand, chain_name, expected", [
+    ("hand.L", "hand.L", ("hand.R", "hand.R_target")),
+    ("hand.L", "arm.L", ("arm.R", "hand.R_target")),  # the studio's chain names: arm.L's mirror is arm.R
+    ("hand.L", "arm_left", ("arm_right", "hand.R_target")),
+    ("hand.L", "IK arm", ("hand.R", "hand.R_target")),  # no side in the chain's name: the tip's
+    # The add-on's own target name '<tip>_target': flip_name turns 'Left_' around, not '.L', so the right hand's
+    # target was named 'Right_hand.L_target' (and Chains from Selected names it 'Left_hand.R_target').
+    ("Left_hand.L", "Left_hand.L", ("Left_hand.R", "Left_hand.R_target")),
+])
+def test_the_mirrored_chain_and_target_are_named_as_the_other_side(blender, hand, chain_name, expected):
+    bpy = blender
+    obj = build_body(bpy)
+    for side in "LR":
+        obj.data.bones[f"hand.{side}"].name = hand[:-1] + side
+    bpy.context.view_layer.objects.active = obj
+    obj.data.bones.active = obj.data.bones[hand]
+    assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+    assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+    chain = obj.blender_ik.active_chain
+    assert chain.target.name == f"{hand}_target"
+    chain.name = chain_name
+    assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
+    mirrored = obj.blender_ik.active_chain
+    assert (mirrored.name, mirrored.target.name) == expected
+    assert mirrored.tip_bone == bpy.utils.flip_name(hand)
