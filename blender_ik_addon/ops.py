@@ -496,6 +496,21 @@ def _mirror_parent(source, mirrored, matrix, counterparts):
 _FLIPPED_X = {"X": "-X", "-X": "X"}
 
 
+def _asymmetry(armature, names, mirrored_names):
+    """The bones of ``mirrored_names`` whose rest head or tail is not the mirror image (across the armature's X = 0)
+    of its counterpart's in ``names``: name -> how far off (armature space). Float32 noise (Symmetrize's) is not."""
+    bones = armature.data.bones
+    flip = np.array([-1.0, 1.0, 1.0])
+    tolerance = 1e-5 * sum(bones[name].length for name in names)
+    off = {}
+    for name, mirror in zip(names, mirrored_names):
+        distance = max(np.linalg.norm(flip * np.array(getattr(bones[name], end))
+                                      - np.array(getattr(bones[mirror], end))) for end in ("head_local", "tail_local"))
+        if distance > tolerance:
+            off[mirror] = distance
+    return off
+
+
 def _mirror_name(name, source_tip, tip):
     """``name``'s counterpart on the other side, for a chain mirrored from ``source_tip`` onto ``tip``: a name made
     from the tip's, as the add-on makes them (``hand.L``, ``hand.L_target``, ``hand.L_pole``), takes the mirror tip's
@@ -564,7 +579,17 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)
             setattr(chain_settings, f"{role}_bone", bone_name)
-        self.report({"INFO"}, f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'")
+        done = f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'"
+        off = _asymmetry(armature, names, mirrored_names)
+        if off:
+            bones = ", ".join(f"'{name}'" for name in off)
+            distance = distance_text(context.scene, armature, max(off.values()))
+            self.report({"WARNING"}, f"{done}, but at rest {bones} {'is' if len(off) == 1 else 'are'} not the mirror "
+                                     f"image of the bones of chain '{source.name or source.tip_bone}' (up to {distance} "
+                                     "off): the two limbs will not pose as exact mirror images (Symmetrize the "
+                                     "armature to make them so)")
+        else:
+            self.report({"INFO"}, done)
         return {"FINISHED"}
 
 
