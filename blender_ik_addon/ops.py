@@ -293,10 +293,10 @@ def _check_free(armature, names, label=None, what=None, ignore=None):
                              "can belong to one chain only)", label)
 
 
-def _add_chain(armature, tip_name, **values):
+def _add_chain(armature, tip_name, name=None, **values):
     settings = armature.blender_ik
     chain_settings = settings.chains.add()
-    chain_settings.name = props.unique_chain_name(armature, tip_name)
+    chain_settings.name = props.unique_chain_name(armature, name or tip_name)
     runtime.forget(armature, chain_settings.name)  # a removed chain's, of the same name: this one is not solved yet
     chain_settings.tip_bone = tip_name
     for key, value in values.items():
@@ -476,13 +476,15 @@ def _mirror_matrix(armature, matrix, up_axis, roll_axis):
     return Matrix(mirrored.tolist())
 
 
-def _mirror_parent(source, mirrored, matrix):
+def _mirror_parent(source, mirrored, matrix, counterparts):
     """Hang the mirrored goal where the source hangs: from the other side's counterpart of its parent (object,
-    or bone) when there is one, else from the same parent; it stays where it was put."""
+    or bone) when there is one, else from the same parent; it stays where it was put. ``counterparts``: the goals
+    mirrored so far, source -> mirror (a pole hanging from the chain's target hangs from the mirrored target, whatever
+    its name)."""
     parent = source.parent
     if parent is None:
         return
-    mirrored.parent = bpy.data.objects.get(bpy.utils.flip_name(parent.name), parent)
+    mirrored.parent = counterparts.get(parent) or bpy.data.objects.get(bpy.utils.flip_name(parent.name), parent)
     mirrored.parent_type = source.parent_type
     if source.parent_type == "BONE":
         flipped = bpy.utils.flip_name(source.parent_bone)
@@ -492,6 +494,30 @@ def _mirror_parent(source, mirrored, matrix):
 
 
 _FLIPPED_X = {"X": "-X", "-X": "X"}
+
+
+def _asymmetry(armature, names, mirrored_names):
+    """The bones of ``mirrored_names`` whose rest head or tail is not the mirror image (across the armature's X = 0)
+    of its counterpart's in ``names``: name -> how far off (armature space). Float32 noise (Symmetrize's) is not."""
+    bones = armature.data.bones
+    flip = np.array([-1.0, 1.0, 1.0])
+    tolerance = 1e-5 * sum(bones[name].length for name in names)
+    off = {}
+    for name, mirror in zip(names, mirrored_names):
+        distance = max(np.linalg.norm(flip * np.array(getattr(bones[name], end))
+                                      - np.array(getattr(bones[mirror], end))) for end in ("head_local", "tail_local"))
+        if distance > tolerance:
+            off[mirror] = distance
+    return off
+
+
+def _mirror_name(name, source_tip, tip):
+    """``name``'s counterpart on the other side, for a chain mirrored from ``source_tip`` onto ``tip``: a name made
+    from the tip's, as the add-on makes them (``hand.L``, ``hand.L_target``, ``hand.L_pole``), takes the mirror tip's
+    (``flip_name`` may turn another part around: ``Left_hand.L_target``); any other, ``flip_name``'s."""
+    if name == source_tip or name.startswith(source_tip + "_"):
+        return tip + name[len(source_tip):]
+    return bpy.utils.flip_name(name)
 
 
 class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
@@ -534,24 +560,36 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             # the Empties made below: the mirror bone's X is the opposite of the source's mirror image.
             for key in ("up_axis", "roll_axis"):
                 values[key] = _FLIPPED_X.get(values[key], values[key])
+        counterparts = {}
         for role, goal in list(goals.items()):
             if isinstance(goal, tuple):
                 continue
-            name = bpy.utils.flip_name(goal.name)
+            name = _mirror_name(goal.name, names[2], tip)
             if name == goal.name:
                 name = f"{tip}_{role}"
             matrix = _mirror_matrix(armature, goal.matrix_world, source.up_axis,
                                     source.roll_axis if role == "target" else "NONE")
             mirrored = new_empty(context, name, matrix, goal.empty_display_size if goal.type == "EMPTY" else 0.1,
                                  goal.empty_display_type if goal.type == "EMPTY" else "PLAIN_AXES")
-            _mirror_parent(goal, mirrored, matrix)
-            goals[role] = mirrored
-        chain_settings = _add_chain(armature, tip, **values)
+            _mirror_parent(goal, mirrored, matrix, counterparts)
+            goals[role] = counterparts[goal] = mirrored
+        name = _mirror_name(source.name, names[2], tip)  # the studio's chain names: arm.L's mirror is arm.R
+        chain_settings = _add_chain(armature, tip, name if name != source.name else None, **values)
         for role, goal in goals.items():
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)
             setattr(chain_settings, f"{role}_bone", bone_name)
-        self.report({"INFO"}, f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'")
+        done = f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'"
+        off = _asymmetry(armature, names, mirrored_names)
+        if off:
+            bones = ", ".join(f"'{name}'" for name in off)
+            distance = distance_text(context.scene, armature, max(off.values()))
+            self.report({"WARNING"}, f"{done}, but at rest {bones} {'is' if len(off) == 1 else 'are'} not the mirror "
+                                     f"image of the bones of chain '{source.name or source.tip_bone}' (up to {distance} "
+                                     "off): the two limbs will not pose as exact mirror images (Symmetrize the "
+                                     "armature to make them so)")
+        else:
+            self.report({"INFO"}, done)
         return {"FINISHED"}
 
 
