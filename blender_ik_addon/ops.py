@@ -561,8 +561,24 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             for key in ("up_axis", "roll_axis"):
                 values[key] = _FLIPPED_X.get(values[key], values[key])
         counterparts = {}
-        for role, goal in list(goals.items()):
+
+        def hangs_from(obj, other):
+            while obj.parent is not None:
+                obj = obj.parent
+                if obj == other:
+                    return True
+            return False
+
+        # A goal that hangs from the other one (a target below its pole) is mirrored after it, to hang from its mirror.
+        roles = sorted(goals, key=lambda role: any(
+            not isinstance(goals[role], tuple) and not isinstance(other, tuple) and hangs_from(goals[role], other)
+            for other in goals.values()))
+        for role in roles:
+            goal = goals[role]
             if isinstance(goal, tuple):
+                continue
+            if goal in counterparts:  # the target is the pole too: one mirror for both
+                goals[role] = counterparts[goal]
                 continue
             name = _mirror_name(goal.name, names[2], tip)
             if name == goal.name:

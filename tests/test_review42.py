@@ -50,6 +50,41 @@ def test_a_pole_hanging_from_the_chains_target_hangs_from_the_mirrored_target(bl
         f"the right pole hangs from '{mirrored.pole.parent.name}', not from the right target"
 
 
+@pytest.mark.parametrize("relation", ["target below its pole", "target is the pole"])
+def test_a_target_hanging_from_its_pole_or_being_it_is_mirrored_as_one(blender, relation):
+    """A hand target parented to the elbow pole (a rig that moves both with one control): the target was mirrored
+    first, so it hung from the left pole; a target that is its own pole was mirrored twice, two Empties where the left
+    side has one."""
+    bpy = blender
+    obj = build_body(bpy)
+    chain = left_arm_chain(bpy, obj)
+    chain.plane = "POLE"
+    if relation == "target is the pole":
+        chain.pole = chain.target
+    else:
+        pole = bpy.data.objects.new("elbow_pole.L", None)
+        bpy.context.scene.collection.objects.link(pole)
+        pole.matrix_world = obj.matrix_world @ Matrix.Translation((0.4, 0.5, 1.3))
+        world = chain.target.matrix_world.copy()
+        chain.target.parent = pole
+        chain.target.matrix_world = world
+        chain.pole = pole
+    bpy.context.view_layer.update()
+    empties = len([o for o in bpy.data.objects if o.type == "EMPTY"])
+    assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
+    mirrored = obj.blender_ik.active_chain
+    assert len([o for o in bpy.data.objects if o.type == "EMPTY"]) == 2 * empties
+    if relation == "target is the pole":
+        assert mirrored.pole == mirrored.target
+        return
+    assert mirrored.target.parent == mirrored.pole
+    to_local = obj.matrix_world.inverted()
+    where = np.array((to_local @ mirrored.target.matrix_world).translation)
+    chain.pole.location.x += 0.2  # the left pole moves: the right target stays
+    bpy.context.view_layer.update()
+    assert np.allclose(np.array((to_local @ mirrored.target.matrix_world).translation), where, atol=1e-6)
+
+
 @pytest.mark.parametrize("hand, chain_name, expected", [
     ("hand.L", "hand.L", ("hand.R", "hand.R_target")),
     ("hand.L", "arm.L", ("arm.R", "hand.R_target")),  # the studio's chain names: arm.L's mirror is arm.R
