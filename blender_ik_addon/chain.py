@@ -862,12 +862,23 @@ def _reads_chain(chain, obj, bone_name):
             bone = bone.parent
         return None
 
+    goal = obj
     found = from_bones(obj, bone_name) if bone_name and obj is not None else None
     while obj is not None and not found:
         found = from_constraints(f"'{obj.name}'", obj.constraints) or from_drivers(f"'{obj.name}'", obj)
         if not found and obj.parent is not None and obj.parent_type == "BONE":
             found = from_bones(obj.parent, obj.parent_bone)
         obj = obj.parent
+    if not found and goal is not None:
+        # Further away: what it follows follows the chain, by its parents or its own constraints and drivers (a control
+        # pinned by a Child Of to a prop Empty that hangs from the chain's elbow, or copies it).
+        for target, subtarget in followed_targets(CouplingReader().followed_by(goal, bone_name)):
+            bone = hangs_below(armature, chain.names[0], target, subtarget)
+            if bone is not None:
+                if target == armature and subtarget:
+                    return f"through constraints or drivers it follows chain bone '{subtarget}'"
+                return (f"through constraints or drivers it follows '{goal_label(target, subtarget)}', which hangs "
+                        f"from chain bone '{bone}'")
     return found
 
 
