@@ -8,11 +8,11 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
-from . import bake, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, chain_names, check_armature_scale,
+from . import bake, keys, native_rig, props, runtime
+from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, bone_path, chain_names, check_armature_scale,
                     check_goals_evaluated, enabled_collections, evaluate_now, followed_targets, goal_constraint_targets,
                     goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
-                    set_rotation, solve_current, verify_pose, write_rotations)
+                    rotation_path, set_rotation, solve_current, verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -171,6 +171,34 @@ def solve_chains(armature, specs):
     return solved
 
 
+def auto_key(context, pose_bones):
+    """With Auto Keying on, key the rotation channels of ``pose_bones`` at the current frame, as Blender's own pose
+    operators do (its mode, Add & Replace or Replace, its keyframe type and the preferences Only Insert Available and
+    Only Insert Needed). Returns how many bones were keyed, or None with Auto Keying off. Nothing is keyed, and
+    RuntimeError says why, where the keys would not be kept or not play as the pose is (a locked, muted or modified
+    F-curve: Blender would key the other bones only, and the chain would play broken there), or where Blender refuses
+    them (a linked action)."""
+    settings = context.scene.tool_settings
+    if not settings.use_keyframe_insert_auto or not pose_bones:
+        return None
+    armature = pose_bones[0].id_data
+    paths = {bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)): pose_bone.name
+             for pose_bone in pose_bones}
+    for path, index, reason in keys.channel_problems(armature, paths):
+        raise RuntimeError(f"the F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{paths[path]}' {reason}")
+    edit = context.preferences.edit
+    options = {option for option, on in (("INSERTKEY_REPLACE", settings.auto_keying_mode == "REPLACE_KEYS"),
+                                         ("INSERTKEY_AVAILABLE", edit.use_keyframe_insert_available),
+                                         ("INSERTKEY_NEEDED", edit.use_auto_keyframe_insert_needed),
+                                         ("INSERTKEY_CYCLE_AWARE", settings.use_keyframe_cycle_aware)) if on}
+    keyed = 0
+    for pose_bone in pose_bones:
+        keyed += bool(pose_bone.keyframe_insert(rotation_path(pose_bone.rotation_mode), frame=context.scene.frame_current,
+                                                group=pose_bone.name, options=options,
+                                                keytype=settings.keyframe_type))
+    return keyed
+
+
 class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
     """Pose the chains so each tip reaches its target and each last bone points along the target's up axis"""
 
@@ -197,11 +225,21 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
                   for spec, chain, solve in solved]
         for spec, chain, solve in solved:
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
-        missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
-                  if not solve.solution.reachable[0]]
         left = (f"; {len(built)} chain{'s' if len(built) > 1 else ''} with a built rig left to it"
                 f"{'' if len(built) > 1 else ' (' + repr(built[0].name) + ')'}" if built else "")
-        if len(solved) == 1 and not built:
+        try:
+            keyed = auto_key(context, [pose_bone for _, chain, _ in solved for pose_bone in chain.pose_bones])
+        except RuntimeError as error:  # posed as Blender shows it; the keys are what it refused
+            keyed = None
+            self.report({"WARNING"}, f"Auto Keying: the solved bones were not keyed: {error}")
+        if keyed is not None:
+            count = sum(len(chain.pose_bones) for _, chain, _ in solved)
+            left += (f"; Auto Keying keyed {keyed} bone{'' if keyed == 1 else 's'} at frame {context.scene.frame_current}"
+                     + ("" if keyed == count else f" of {count} (its settings leave the others: Replace, Only Insert "
+                                                   "Available, Only Insert Needed)"))
+        missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
+                  if not solve.solution.reachable[0]]
+        if len(solved) == 1 and not left:
             spec = solved[0][0]
             if not missed:
                 self.report({"INFO"}, f"Solved '{spec.label}': the tip is on the target")

@@ -386,3 +386,54 @@ def test_a_target_at_the_tip_of_a_straight_chain_is_reached(blender, capfd):
         assert "the tip is on the target" in "".join(capfd.readouterr())
         assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3) == {"FINISHED"}
         assert "out of reach" not in "".join(capfd.readouterr())
+
+
+@pytest.fixture
+def insert_available(blender):
+    """The preference Only Insert Available (on by default from Blender 5.2, off before), put back afterwards."""
+    edit = blender.context.preferences.edit
+    before = edit.use_keyframe_insert_available
+    yield edit
+    edit.use_keyframe_insert_available = before
+
+
+@pytest.mark.parametrize("mode", ["off", "ADD_REPLACE_KEYS", "REPLACE_KEYS", "locked", "available"])
+def test_solve_keys_the_chain_with_auto_keying_on(blender, capfd, insert_available, mode):
+    """An animator posing with Auto Keying on expects Solve to key what it posed, as Blender's own pose operators do
+    (Clear Rotation, Paste Pose): the chain's rotations at the current frame, in Blender's auto-keying mode (Replace
+    keys only channels that have a key there). Solve left them unkeyed, so the next frame change took the pose away."""
+    bpy = blender
+    from blender_ik_addon import keys
+    from rigs import arm_with_chain, tips_off
+    obj, chain = arm_with_chain(bpy)
+    scene = bpy.context.scene
+    scene.tool_settings.use_keyframe_insert_auto = mode != "off"
+    insert_available.use_keyframe_insert_available = mode == "available"
+    if mode != "off":
+        scene.tool_settings.auto_keying_mode = "REPLACE_KEYS" if mode == "REPLACE_KEYS" else "ADD_REPLACE_KEYS"
+    if mode == "locked":
+        obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=1)
+        for fcurve in keys.object_fcurves(obj):
+            fcurve.lock = True
+    scene.frame_set(7)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    report = capfd.readouterr().out
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5  # posed, whatever the keys
+    keyed = {(curve.data_path, point.co[0]) for curve in keys.object_fcurves(obj) for point in curve.keyframe_points}
+    if mode in ("off", "REPLACE_KEYS", "locked", "available"):
+        # nothing keyed: off, no key at frame 7 to replace, no F-curve to key, or refused
+        assert not any(frame == 7 for _, frame in keyed)
+        assert ("Auto Keying" in report) == (mode != "off")
+        if mode in ("REPLACE_KEYS", "available"):
+            assert "Auto Keying keyed 0 bones at frame 7 of 3 (its settings leave the others" in report
+        if mode == "locked":
+            assert "the solved bones were not keyed: the F-curve rotation_quaternion[0] of bone 'b1' is locked" in report
+        return
+    assert "Auto Keying keyed 3 bones at frame 7" in report
+    assert {path for path, frame in keyed if frame == 7} == {f'pose.bones["b{i}"].rotation_quaternion' for i in (1, 2, 3)}
+    chain.target.location.x += 0.3  # the keys, not the pose left behind, play at frame 7
+    scene.frame_set(1)
+    scene.frame_set(7)
+    chain.target.location.x -= 0.3
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5
