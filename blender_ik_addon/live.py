@@ -557,11 +557,15 @@ def on_load(*_args):
         props.follow_renames()
 
 
-def live_changed(armature):
-    """A chain's ``live`` setting changed: start following (solving at once) or stop."""
+def live_changed(armature, chain_settings=None):
+    """A chain's ``live`` setting changed (``chain_settings``; None: any of the armature's): start following (solving
+    it at once) or stop. The armature's other live chains are solved only if their inputs changed (or the chain below
+    them moves them): forcing them all made a script that turned Live on for each of 200 chains re-solve every live
+    chain at each one (6.4 s; 2.4 s this way: each chain's inputs are still read)."""
     _stale[0] = True
     _looped.clear()  # a loop across armatures is found again, if it is still there
-    for key in [key for key in _last_inputs if key[0] == armature.name]:
+    label = None if chain_settings is None else props.chain_spec(chain_settings).label
+    for key in [key for key in _last_inputs if key[0] == armature.name and label in (None, key[1])]:
         del _last_inputs[key]
     for chain_settings in _live_chains(armature):
         if not chain_settings.tip_bone:
@@ -572,7 +576,7 @@ def live_changed(armature):
     scene = bpy.context.scene
     if scene is not None and armature.name in scene.objects and not runtime.is_paused():
         with runtime.paused(counted=False):
-            solve_live(armature, scene, force=True)
+            solve_live(armature, scene, force=chain_settings is None)
 
 
 _HANDLERS = (

@@ -52,14 +52,14 @@ _OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 SPEC_FIELDS = ("tip_bone", "target", "target_bone", "up_axis", "plane", "pole", "pole_bone", "bend", "roll_axis")
 
 
-# Called with the armature when a chain's Live setting changes. live.py, above this module, adds its
+# Called with the armature and the chain when a chain's Live setting changes. live.py, above this module, adds its
 # handler on register(), so this module imports nothing above it.
 live_listeners = []
 
 
 def _live_changed(chain_settings, context):
     for listener in live_listeners:
-        listener(chain_settings.id_data)
+        listener(chain_settings.id_data, chain_settings)
 
 
 def _enabled_changed(chain_settings, context):
