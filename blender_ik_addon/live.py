@@ -567,10 +567,10 @@ def live_changed(armature, chain_settings=None):
     label = None if chain_settings is None else props.chain_spec(chain_settings).label
     for key in [key for key in _last_inputs if key[0] == armature.name and label in (None, key[1])]:
         del _last_inputs[key]
-    for chain_settings in _live_chains(armature):
-        if not chain_settings.tip_bone:
+    for live_chain in _live_chains(armature):
+        if not live_chain.tip_bone:
             try:
-                chain_settings.tip_bone = chain_names(armature, "")[2]
+                live_chain.tip_bone = chain_names(armature, "")[2]
             except ChainError:
                 pass
     scene = bpy.context.scene

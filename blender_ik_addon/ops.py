@@ -628,18 +628,20 @@ class BLENDER_IK_OT_chain_mirror(_ArmatureOperator, bpy.types.Operator):
             _mirror_parent(goal, mirrored, matrix, counterparts)
             goals[role] = counterparts[goal] = mirrored
         name = _mirror_name(source.name, names[2], tip)  # the studio's chain names: arm.L's mirror is arm.R
+        label = source.name or source.tip_bone
+        # Adding to the list may move its items in memory: ``source`` is not read after this.
         chain_settings = _add_chain(armature, tip, name if name != source.name else None, **values)
         for role, goal in goals.items():
             obj, bone_name = goal if isinstance(goal, tuple) else (goal, "")
             setattr(chain_settings, role, obj)
             setattr(chain_settings, f"{role}_bone", bone_name)
-        done = f"Mirrored chain '{source.name or source.tip_bone}' to '{chain_settings.name}'"
+        done = f"Mirrored chain '{label}' to '{chain_settings.name}'"
         off = _asymmetry(armature, names, mirrored_names)
         if off:
             bones = ", ".join(f"'{name}'" for name in off)
             distance = distance_text(context.scene, armature, max(off.values()))
             self.report({"WARNING"}, f"{done}, but at rest {bones} {'is' if len(off) == 1 else 'are'} not the mirror "
-                                     f"image of the bones of chain '{source.name or source.tip_bone}' (up to {distance} "
+                                     f"image of the bones of chain '{label}' (up to {distance} "
                                      "off): the two limbs will not pose as exact mirror images (Symmetrize the "
                                      "armature to make them so)")
         else:

@@ -354,7 +354,8 @@ def test_mirror_chain_makes_the_other_side(blender):
     chain.target.location += Vector((0.05, -0.08, 0.06))
     chain.target.rotation_euler = (0.3, -0.2, 0.5)
     assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
-    mirrored = obj.blender_ik.active_chain
+    # Looked up again: adding to the list (the mirrored chain) may move its items in memory.
+    chain, mirrored = obj.blender_ik.chains["hand.L"], obj.blender_ik.active_chain
     assert (mirrored.name, mirrored.tip_bone) == ("hand.R", "hand.R")
     assert (mirrored.up_axis, mirrored.bend, mirrored.plane) == ("-X", "AWAY", "POLE")
     assert mirrored.target.name == "hand.R_target" and mirrored.pole.name == "elbow_pole.R"

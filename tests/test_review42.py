@@ -38,7 +38,8 @@ def test_a_pole_hanging_from_the_chains_target_hangs_from_the_mirrored_target(bl
     chain.pole = pole
     bpy.context.view_layer.update()
     assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
-    mirrored = obj.blender_ik.active_chain
+    # Looked up again: adding to the list (the mirrored chain) may move its items in memory.
+    chain, mirrored = obj.blender_ik.chains[0], obj.blender_ik.active_chain
     to_local = obj.matrix_world.inverted()
     where = np.array((to_local @ mirrored.pole.matrix_world).translation)
     assert np.allclose(FLIP @ np.array((to_local @ pole.matrix_world).translation), where, atol=1e-5)
@@ -72,7 +73,8 @@ def test_a_target_hanging_from_its_pole_or_being_it_is_mirrored_as_one(blender, 
     bpy.context.view_layer.update()
     empties = len([o for o in bpy.data.objects if o.type == "EMPTY"])
     assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
-    mirrored = obj.blender_ik.active_chain
+    # Looked up again: adding to the list (the mirrored chain) may move its items in memory.
+    chain, mirrored = obj.blender_ik.chains[0], obj.blender_ik.active_chain
     assert len([o for o in bpy.data.objects if o.type == "EMPTY"]) == 2 * empties
     if relation == "target is the pole":
         assert mirrored.pole == mirrored.target
@@ -107,7 +109,8 @@ def test_the_mirrored_chain_and_target_are_named_as_the_other_side(blender, hand
     assert chain.target.name == f"{hand}_target"
     chain.name = chain_name
     assert bpy.ops.blender_ik.chain_mirror() == {"FINISHED"}
-    mirrored = obj.blender_ik.active_chain
+    # Looked up again: adding to the list (the mirrored chain) may move its items in memory.
+    chain, mirrored = obj.blender_ik.chains[0], obj.blender_ik.active_chain
     assert (mirrored.name, mirrored.target.name) == expected
     assert mirrored.tip_bone == bpy.utils.flip_name(hand)
 

@@ -22,14 +22,14 @@ def _many_chains(bpy, count=TIPS):
             bone.use_connect = link > 0
             parent, head = bone, Vector(bone.tail)
     bpy.ops.object.mode_set(mode="OBJECT")
-    chains = []
     for index in range(count):
         chain_settings = obj.blender_ik.chains.add()
         chain_settings.name, chain_settings.tip_bone = f"leg{index}", f"leg{index}_2"
         chain_settings.target = add_empty(f"T{index}", location=(2.5 + index, 0.1, 0.6))
-        chains.append(chain_settings)
     bpy.context.view_layer.update()
-    return obj, chains
+    # Looked up once all are added: adding to a collection may move its items in memory, so an item kept from before
+    # the last add() can point at freed memory (the suite crashed or hung there, now and then).
+    return obj, list(obj.blender_ik.chains)
 
 
 def _tip_off(bpy, obj, chain_settings):
