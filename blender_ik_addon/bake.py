@@ -393,9 +393,9 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         # Blender finds the sample before a time by truncating it toward zero: between negative frames it plays the
         # next frame's samples (at -5.5 the pose of -4.5), and between the last two of a range ending at 0 or before
         # it reads past the F-curve's end.
-        raise ChainError(f"Blender plays samples between negative frames a frame off (frames {frame_start}-"
-                         f"{min(frame_end, 0)}: motion blur and subframes show the next frame's pose): bake keys, or "
-                         f"samples from frame 0 on")
+        raise ChainError(f"Blender plays samples between negative frames a frame off (frames "
+                         f"{frame_span(frame_start, min(frame_end, 0))}: motion blur and subframes show the next frame's "
+                         "pose): bake keys, or samples from frame 0 on")
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
