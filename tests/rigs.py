@@ -132,3 +132,20 @@ def link_from_library(bpy, path, name):
     obj = linked.objects[0]
     bpy.context.scene.collection.objects.link(obj)
     return obj
+
+
+def override_character(bpy, path, objects):
+    """Save ``objects`` in a collection 'Hero' as the library ``path``, start an empty shot, link the collection into
+    it and override it (a character linked into a shot); returns the overridden armature, active."""
+    collection = bpy.data.collections.new("Hero")
+    bpy.context.scene.collection.children.link(collection)
+    for item in objects:
+        collection.objects.link(item)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(str(path), link=True) as (_, linked):
+        linked.collections = ["Hero"]
+    overridden = linked.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer)
+    hero = next(item for item in overridden.all_objects if item.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = hero
+    return hero

@@ -12,21 +12,10 @@ def test_build_rig_unmutes_an_overridden_characters_rig_after_a_bake(blender, tm
     the chain follows its target again; a rig out of date stays muted, saying to rebuild it in the library."""
     bpy = blender
     from blender_ik_addon import ops
-    from rigs import tips_off
+    from rigs import override_character, tips_off
     obj, chain = arm_with_chain(bpy)
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
-    collection = bpy.data.collections.new("Hero")
-    bpy.context.scene.collection.children.link(collection)
-    for item in (obj, chain.target):
-        collection.objects.link(item)
-    path = tmp_path / "hero.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(str(path), link=True) as (_, linked):
-        linked.collections = ["Hero"]
-    overridden = linked.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer)
-    hero = next(item for item in overridden.all_objects if item.type == "ARMATURE")
-    bpy.context.view_layer.objects.active = hero
+    hero = override_character(bpy, tmp_path / "hero.blend", [obj, chain.target])
     result = ops.bake_armature(bpy.context.scene, hero, frame_start=1, frame_end=3)
     assert result.rigs_muted == ["arm"] and "Build Rig unmutes it; the rig is the library's" in result.summary()
     settings = hero.blender_ik.chains[0]

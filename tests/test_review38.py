@@ -4,24 +4,7 @@ import numpy as np
 import pytest
 
 from rigs import arm_with_chain
-
-
-def _played(bpy, obj, frames, bone="root"):
-    scene = bpy.context.scene
-    played = []
-    for frame in frames:
-        scene.frame_set(frame)
-        played.append(np.array(obj.pose.bones[bone].matrix))
-    return np.array(played)
-
-
-def _tip_off(bpy, obj, target, frames):
-    scene = bpy.context.scene
-    off = []
-    for frame in frames:
-        scene.frame_set(frame)
-        off.append((obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length)
-    return max(off)
+from test_review34 import _played, _tip_off
 
 
 @pytest.mark.parametrize("shot, start, refused", [
@@ -61,7 +44,7 @@ def test_the_action_track_plays_over_its_keys_range(blender, shot, start, refuse
         setattr(animation.action, name, value)
     scene = bpy.context.scene
     frames = range(1, 61)
-    before = _played(bpy, obj, frames)
+    before = _played(bpy, obj, frames, ("root",))
     scene.frame_set(25)
     if refused:
         with pytest.raises(ChainError, match="from frame 20 on only"):
@@ -69,6 +52,6 @@ def test_the_action_track_plays_over_its_keys_range(blender, shot, start, refuse
     else:
         bake_armature(scene, obj, frame_start=start, frame_end=30)
         assert _tip_off(bpy, obj, chain.target, range(start, 31)) < 1e-5
-    changed = [frame for frame, was, now in zip(frames, before, _played(bpy, obj, frames))
+    changed = [frame for frame, was, now in zip(frames, before, _played(bpy, obj, frames, ("root",)))
                if np.abs(was - now).max() > 1e-6]
     assert not changed, f"the root played otherwise at frames {changed}"

@@ -1,24 +1,7 @@
 """Review 39: the README's truth, again: a new user, then a TD, doing what it says on Blender 5.0."""
 import pytest
 
-from rigs import arm_and_chain_beside, tips_off
-
-
-def _override_character(bpy, path, objects):
-    """Save ``objects`` in a collection 'Hero' as the library ``path``, start an empty shot, link the collection into
-    it and override it; returns the overridden armature, active."""
-    collection = bpy.data.collections.new("Hero")
-    bpy.context.scene.collection.children.link(collection)
-    for item in objects:
-        collection.objects.link(item)
-    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    with bpy.data.libraries.load(str(path), link=True) as (_, linked):
-        linked.collections = ["Hero"]
-    overridden = linked.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer)
-    hero = next(item for item in overridden.all_objects if item.type == "ARMATURE")
-    bpy.context.view_layer.objects.active = hero
-    return hero
+from rigs import arm_and_chain_beside, override_character, tips_off
 
 
 @pytest.mark.parametrize("chains", ["ALL", "ACTIVE"])
@@ -32,7 +15,7 @@ def test_build_rig_unmutes_the_one_rig_a_bake_of_one_chain_muted_on_an_overridde
     obj, targets = arm_and_chain_beside(bpy)
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
-    hero = _override_character(bpy, tmp_path / "hero.blend", [obj, *targets])
+    hero = override_character(bpy, tmp_path / "hero.blend", [obj, *targets])
     hero.blender_ik.active_chain_index = 0
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=3, chains="ACTIVE") == {"FINISHED"}
     first, second = hero.blender_ik.chains
