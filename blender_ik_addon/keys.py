@@ -479,7 +479,7 @@ def _played_range(action):
     modifier, muted or not, widens it (Cycles on the sides it repeats, Limits to its frame limits, any other forever)."""
     first, last = math.inf, -math.inf
     for fcurve in action_fcurves(action):
-        if len(fcurve.keyframe_points) or has_samples(fcurve):
+        if has_points(fcurve):
             low, high = fcurve.range()
             first, last = min(first, low), max(last, high)
         if len(fcurve.modifiers):
@@ -613,8 +613,10 @@ def channel_problems(obj, data_paths):
     would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
     keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier, a channel the action does not key yet
     that an NLA strip plays (the new keys would override it outside the range too)."""
-    problems = []
+    problems, keyed = [], set()
     for fcurve, where in _fcurves_of(obj, data_paths):
+        if has_points(fcurve):
+            keyed.add(where)
         if fcurve.lock or (fcurve.group is not None and fcurve.group.lock):
             problems.append(where + ("is locked (unlock it in the Graph Editor)",))
         if is_muted(fcurve):
@@ -626,13 +628,10 @@ def channel_problems(obj, data_paths):
                                      "(remove or mute them)",))
     # Blender plays the action's F-curve of a channel over its NLA strips' on every frame (held past its keys): the
     # first keys in the action would silence what a strip plays in that channel outside the range as well.
-    keyed = {where for fcurve, where in _fcurves_of(obj, data_paths)
-             if len(fcurve.keyframe_points) or has_samples(fcurve)}
     wanted = set(data_paths)
     for fcurve, strip in nla_fcurves(obj):
         where = (fcurve.data_path, fcurve.array_index)
-        if (fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve)
-                and (len(fcurve.keyframe_points) or has_samples(fcurve))):
+        if fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve) and has_points(fcurve):
             keyed.add(where)  # named once, by the first strip that plays it
             problems.append(where + (f"is keyed in NLA strip '{strip}', which the action's new keys would override "
                                      "on every frame, outside the baked range too: mute the strip, or make its action "
@@ -804,6 +803,11 @@ _CONVERT = bpy.types.FCurve.bl_rna.functions["convert_to_samples"].parameters
 # (looked up once: RNA's introspection costs more than a short sampling), and at most this many samples at once.
 SAMPLE_FRAMES = (_CONVERT["start"].hard_min, _CONVERT["end"].hard_max)
 MAX_SAMPLES = _CONVERT["end"].hard_max - _CONVERT["end"].hard_min
+
+
+def has_points(fcurve):
+    """The F-curve holds keys or samples."""
+    return bool(len(fcurve.keyframe_points)) or has_samples(fcurve)
 
 
 def has_samples(fcurve):
