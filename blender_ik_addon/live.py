@@ -40,7 +40,8 @@ _looped = {}  # (armature name, chain name) -> why: chains hanging from each oth
 # made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
 _frame_changes = [0]
 # Set by solve_live when a goal of a chain it posed is no longer where it was read: another add-on's handler, run
-# before Live's in the same update, moved it (snapped a target to a grid), which Blender evaluates calling no handler.
+# before Live's in the same update, moved it (snapped a target to a grid), which Blender evaluates calling no handler;
+# or posing the chain moved it (it follows the chain: refused when validated again).
 _goals_moved = [False]
 
 
@@ -323,6 +324,10 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             if not depth and (_matrix(spec.target, spec.target_bone) != motion[2] or (
                     motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3])):
                 _goals_moved[0] = True
+                # Validated again at the next pass: the goal may follow the chain through something validation read
+                # before it did (a Copy Location added to a helper two steps away, an Empty between parented to the
+                # elbow), which would be chased, update after update.
+                _validated.pop(key, None)
         if refused:
             evaluate_now()
     for spec, message in errors.items():
