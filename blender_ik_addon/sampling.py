@@ -279,6 +279,22 @@ def check_chain_not_animated(chain, fcurves=None):
                                      f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
+def check_rotation_modes_still(spec, armature):
+    """Refuse an armature, target or pole (or an object it hangs from) whose rotation mode is animated or driven: as
+    Blender plays the mode's change it converts the rotation the object held on the frame shown before into the new
+    mode, so the frame after the change shows one rotation when played from the frame before and another when reached
+    from a later one, and no keys can follow it."""
+    for obj in [armature] + [goal for _, goal, _ in spec.goals() if goal is not None]:
+        while obj is not None:
+            for fcurve, where in keys.played_fcurves(obj):
+                if fcurve.data_path == "rotation_mode" and not _is_muted(fcurve):
+                    raise ChainError(f"Object '{obj.name}' has an animated rotation mode{where}: Blender turns its "
+                                     "rotation into the new mode from whichever frame it showed before, so the pose "
+                                     "it plays there depends on the frames played before it; remove those keys (key "
+                                     "its rotation in one mode)", spec.label)
+            obj = obj.parent
+
+
 @dataclass
 class Samples:
     """What the solve of several chains reads, per chain (in the order given), over F frames."""

@@ -1,0 +1,57 @@
+"""Review 47: the character moves (the armature object keyed, parented, constrained; targets planted or carried)."""
+import re
+
+import pytest
+
+from rigs import arm_with_chain, chain_length_world, pose_snapshot, tip_and_direction
+
+
+def _key_rotation_mode(obj):
+    """Key ``obj`` turning in XYZ Euler over frames 1-20, with a quaternion keyed too, and its rotation mode switching
+    from XYZ to Quaternion at frame 10 (an animator who changed the mode halfway and keyed it)."""
+    from mathutils import Quaternion
+    obj.rotation_mode = "XYZ"
+    obj.rotation_euler = (0.0, 0.0, 0.0)
+    obj.keyframe_insert("rotation_euler", frame=1)
+    obj.rotation_euler = (0.0, 0.0, 0.3)
+    obj.keyframe_insert("rotation_euler", frame=20)
+    obj.rotation_quaternion = Quaternion((0.0, 0.0, 1.0), -0.4)
+    obj.keyframe_insert("rotation_quaternion", frame=1)
+    obj.keyframe_insert("rotation_mode", frame=1)
+    obj.rotation_mode = "QUATERNION"
+    obj.keyframe_insert("rotation_mode", frame=10)
+    obj.rotation_mode = "XYZ"
+
+
+@pytest.mark.parametrize("keyed", ["armature", "target"])
+def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
+    """Blender plays a keyed rotation mode by converting the rotation the object held on the frame shown before into
+    the new mode: frame 10 shows one turn after frame 9 and another after frame 15. The bake read the armature's
+    rotation in the mode it had at the current frame on every frame and reported the bake all in reach, while the
+    tip played back 0.65 (30% of the arm's reach) off its target from frame 10 on. Refused now, naming the object,
+    with nothing changed."""
+    from mathutils import Vector
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    moved = obj if keyed == "armature" else chain.target
+    _key_rotation_mode(moved)
+    bpy.context.scene.frame_set(1)
+    before = pose_snapshot(obj)
+    try:
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=20)
+    except RuntimeError as error:
+        refusal = str(error)
+    else:  # baked: every frame must play with the tip on its target, whichever frame Blender comes from
+        reach = chain_length_world(obj)
+        for frame in [*range(1, 21), 15, 10]:
+            bpy.context.scene.frame_set(frame)
+            tip, _ = tip_and_direction(obj)
+            assert (Vector(tip) - chain.target.matrix_world.translation).length < 1e-4 * reach, frame
+        return
+    assert re.search(rf"Object '{moved.name}' has an animated rotation mode: .*remove those keys", refusal), refusal
+    assert pose_snapshot(obj) == before
+    assert not any(fcurve.data_path.startswith("pose.bones") for fcurve in _fcurves(obj))
+
+def _fcurves(obj):
+    from blender_ik_addon import keys
+    return keys.object_fcurves(obj) if obj.animation_data else []
