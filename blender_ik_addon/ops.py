@@ -432,9 +432,12 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         settings = armature.blender_ik
-        index = settings.active_chain_index
+        if settings.active_chain is None:
+            return {"CANCELLED"}
+        # The chain the panel shows as active: a script's chains.remove() can leave the index past the end.
+        index = min(settings.active_chain_index, len(settings.chains) - 1)
         other = index - 1 if self.direction == "UP" else index + 1
-        if settings.active_chain is None or not 0 <= other < len(settings.chains):
+        if not 0 <= other < len(settings.chains):
             return {"CANCELLED"}
         try:
             settings.chains.move(index, other)
