@@ -1,7 +1,10 @@
 """Review 46: the panel, the menus and every operator's availability (an artist clicking everything, in every mode)."""
+import types
+
 import pytest
 
 from rigs import arm_with_chain
+from test_panel import FakeLayout
 
 
 @pytest.mark.parametrize("direction", ["UP", "DOWN"])
@@ -24,3 +27,40 @@ def test_the_arrows_move_the_chain_the_panel_shows_as_active_when_the_index_is_p
         assert obj.blender_ik.active_chain.name == "third"
     else:  # the last chain: nowhere to go, as in Blender's own lists
         assert result == {"CANCELLED"} and names == ["arm", "second", "third"]
+
+
+@pytest.mark.parametrize("frame_range, label", [((-10, 0), "Bake All -10 to 0"), ((-30, -20), "Bake All -30 to -20"),
+                                                ((1, 250), "Bake All 1-250")])
+def test_the_bake_button_names_a_range_of_negative_frames_without_a_minus_sign_in_the_way(blender, frame_range, label):
+    """A pre-roll before frame 0 baked with the sub-panel's own range (the scene's starts at 0 at the earliest): the
+    button read 'Bake All -10-0', where the hyphen reads as a minus sign; the bake's own report says '-10 to 0'."""
+    bpy = blender
+    from blender_ik_addon import ui
+    obj, _ = arm_with_chain(bpy)
+    scene, settings = bpy.context.scene, obj.blender_ik
+    settings.bake_use_scene_range = False
+    settings.bake_frame_start, settings.bake_frame_end = frame_range
+    texts = []
+
+    class Layout(FakeLayout):
+        def _sub(self, *args, **kwargs):
+            return Layout(self.bpy, self.log)
+
+        row = column = box = grid_flow = _sub
+
+        def operator(self, idname, **kwargs):
+            texts.append(kwargs.get("text"))
+            return super().operator(idname, **kwargs)
+
+    ui.VIEW3D_PT_blender_ik_bake.draw(types.SimpleNamespace(layout=Layout(bpy, [])),
+                                      types.SimpleNamespace(active_object=obj, scene=scene))
+    assert texts[0] == label
+
+
+def test_the_bakes_refusal_of_frames_beyond_blenders_limits_names_negative_frames_without_a_minus_sign_in_the_way(
+        blender):
+    """The same words in the refusal of a range past Blender's first frame: 'Frames -2000000--1 go beyond ...'."""
+    bpy = blender
+    arm_with_chain(bpy)
+    with pytest.raises(RuntimeError, match=r"Frames -2000000 to -1 go beyond Blender's frame limits"):
+        bpy.ops.blender_ik.bake(frame_start=-2000000, frame_end=-1)
