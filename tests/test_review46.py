@@ -64,3 +64,39 @@ def test_the_bakes_refusal_of_frames_beyond_blenders_limits_names_negative_frame
     arm_with_chain(bpy)
     with pytest.raises(RuntimeError, match=r"Frames -2000000 to -1 go beyond Blender's frame limits"):
         bpy.ops.blender_ik.bake(frame_start=-2000000, frame_end=-1)
+
+
+@pytest.mark.parametrize("way", ["solve", "live"])
+@pytest.mark.parametrize("editable", [False, True])
+def test_a_library_override_blender_does_not_let_you_edit_is_refused_saying_so(blender, tmp_path, way, editable):
+    """A character linked into a shot and overridden, its armature left a system override (Blender refuses it Pose
+    Mode: 'non-editable override object'): the panel's Solve said "Blender shows the tip of 'b3' 61.8 cm from where the
+    solve put it ...: something in the scene changes the result in a way the add-on cannot follow", and Live put that on
+    the read-out, since Blender ignores the bulk write that poses the chain. Both say what it is and how to make it
+    editable; once editable, it solves."""
+    bpy = blender
+    from rigs import override_character, pose_snapshot, readout, tips_off
+    obj, chain = arm_with_chain(bpy)
+    hero = override_character(bpy, tmp_path / "hero.blend", [obj, chain.target])
+    assert hero.override_library.is_system_override
+    hero.override_library.is_system_override = not editable
+    target = hero.blender_ik.chains[0].target
+    bpy.context.view_layer.update()
+    before = pose_snapshot(hero)
+    if way == "solve":
+        if editable:
+            assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+        else:
+            with pytest.raises(RuntimeError, match="is a library override Blender does not let you edit .*Make Editable"):
+                bpy.ops.blender_ik.solve()
+    else:
+        hero.blender_ik.chains[0].live = True
+        bpy.context.view_layer.update()
+        result = readout(hero)
+        assert (result.status == "ERROR") != editable
+        if not editable:
+            assert "Blender does not let you edit" in result.message
+    if editable:
+        assert tips_off(bpy, hero, [target], ("b3",))[0] < 1e-5
+    else:
+        assert pose_snapshot(hero) == before
