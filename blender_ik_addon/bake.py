@@ -121,10 +121,10 @@ def _check_range(scene, frame_start, frame_end, step, chains, output="KEYS"):
     hold in memory."""
     limits = scene.bl_rna.properties["frame_current"]
     if frame_start < limits.hard_min or frame_end > limits.hard_max:
-        raise ChainError(f"Frames {frame_start}-{frame_end} go beyond Blender's frame limits "
+        raise ChainError(f"Frames {frame_span(frame_start, frame_end)} go beyond Blender's frame limits "
                          f"({limits.hard_min} to {limits.hard_max}); bake a range inside them")
     if output == "SAMPLES" and frame_end - frame_start + 1 > keys.MAX_SAMPLES:
-        raise ChainError(f"Frames {frame_start}-{frame_end} are more than an F-curve of samples holds "
+        raise ChainError(f"Frames {frame_span(frame_start, frame_end)} are more than an F-curve of samples holds "
                          f"({keys.MAX_SAMPLES}); bake a shorter range, or bake keys")
     per_chain_frame = BYTES_PER_SAMPLED_CHAIN_FRAME if output == "SAMPLES" else BYTES_PER_CHAIN_FRAME
     estimate = ((frame_end - frame_start) // step + 1) * chains * per_chain_frame

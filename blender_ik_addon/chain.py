@@ -921,6 +921,17 @@ def enabled_collections(view_layer, render=False):
     return enabled
 
 
+def check_posable(armature):
+    """Refuse to pose a library override Blender does not let the user edit (a system override: Blender refuses it Pose
+    Mode): Blender ignores the bulk write that poses the chain, and the self-check refused the solve as "something in
+    the scene changes the result"."""
+    override = armature.override_library
+    if override is not None and override.is_system_override:
+        raise ChainError(f"Armature '{armature.name}' is a library override Blender does not let you edit (a system "
+                         "override: it cannot enter Pose Mode either); make it editable (Outliner: right-click it > "
+                         "Library Override > Make Editable), then pose it")
+
+
 def check_evaluated(obj, what):
     reason = not_evaluated(obj)
     if reason is not None:

@@ -23,9 +23,9 @@ from bpy.app.handlers import persistent
 
 from . import native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
-                    check_target, evaluate_now, followed_targets, forget_read_chains, goal_constraint_targets,
-                    hangs_below, order, pose_chain, read_chain, rendering, set_rotation, solve_current, verify_pose,
-                    with_armature, write_rotations)
+                    check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
+                    goal_constraint_targets, hangs_below, order, pose_chain, read_chain, rendering, set_rotation,
+                    solve_current, verify_pose, with_armature, write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -273,6 +273,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 chain = with_armature(_validated[key], armature)
             else:
                 chain = read_chain(armature, spec.tip_bone)
+                check_posable(armature)
                 check_target(chain, spec)
         except ChainError as error:
             errors[spec] = str(error)

@@ -10,9 +10,10 @@ from mathutils import Matrix, Vector
 
 from . import bake, keys, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, bone_path, chain_names, check_armature_scale,
-                    check_goals_evaluated, enabled_collections, evaluate_now, followed_targets, goal_constraint_targets,
-                    goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare, read_chain, rotation_values,
-                    rotation_path, set_rotation, solve_current, verify_pose, write_rotations)
+                    check_goals_evaluated, check_posable, enabled_collections, evaluate_now, followed_targets,
+                    goal_constraint_targets, goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare,
+                    read_chain, rotation_values, rotation_path, set_rotation, solve_current, verify_pose,
+                    write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -132,6 +133,7 @@ def solve_chains(armature, specs):
     Blender shows the result. Returns ``[(spec, chain, solve)]`` in solve order; on any error the pose is
     put back as it was and ChainError raised."""
     evaluate_now()
+    check_posable(armature)
     # Validated without reading the goals' matrices: each solve reads them once, as the levels above have posed.
     levels = prepare(armature, specs, now=False)
     check_armature_scale(armature)
@@ -432,9 +434,12 @@ class BLENDER_IK_OT_chain_move(_ArmatureOperator, bpy.types.Operator):
 
     def run(self, context, armature):
         settings = armature.blender_ik
-        index = settings.active_chain_index
+        if settings.active_chain is None:
+            return {"CANCELLED"}
+        # The chain the panel shows as active: a script's chains.remove() can leave the index past the end.
+        index = min(settings.active_chain_index, len(settings.chains) - 1)
         other = index - 1 if self.direction == "UP" else index + 1
-        if settings.active_chain is None or not 0 <= other < len(settings.chains):
+        if not 0 <= other < len(settings.chains):
             return {"CANCELLED"}
         try:
             settings.chains.move(index, other)

@@ -9,7 +9,7 @@ from .bake import scene_range
 from .chain import ChainError, chain_names, shows_solve
 from .ops import rig_state
 from .props import chain_spec
-from .report import distance_text
+from .report import distance_text, frame_span
 
 STATUS_ICONS = {runtime.REACHED: "CHECKMARK", runtime.OUT_OF_REACH: "ORIENTATION_GLOBAL", runtime.ERROR: "ERROR"}
 RIG_ICONS = {"BUILT": "CONSTRAINT_BONE", "STALE": "ERROR", "MUTED": "HIDE_ON", "GONE": "ERROR"}
@@ -163,7 +163,7 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
                       else (settings.bake_frame_start, settings.bake_frame_end))
         layout.operator_context = "EXEC_DEFAULT"
         row = layout.row(align=True)
-        for which, text in (("ALL", f"Bake All {start}-{end}"), ("ACTIVE", "Active")):
+        for which, text in (("ALL", f"Bake All {frame_span(start, end)}"), ("ACTIVE", "Active")):
             operator = row.operator("blender_ik.bake", icon="KEYINGSET" if which == "ALL" else "NONE", text=text)
             operator.frame_start, operator.frame_end = start, end
             operator.step, operator.output = 1 if samples else settings.bake_step, settings.bake_output

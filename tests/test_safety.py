@@ -596,6 +596,6 @@ def test_a_bake_to_samples_reaches_the_last_frame_and_no_further(blender):
     bpy.context.scene.frame_set(limit)
     assert on_target(obj, target)
     before = all_keys(obj)
-    with pytest.raises(ChainError, match=rf"Frames {-limit}-{limit} are more than an F-curve of samples holds"):
+    with pytest.raises(ChainError, match=rf"Frames {-limit} to {limit} are more than an F-curve of samples holds"):
         bake_armature(bpy.context.scene, obj, frame_start=-limit, frame_end=limit, output="SAMPLES")
     assert all_keys(obj) == before
