@@ -929,7 +929,7 @@ def check_posable(armature):
     if override is not None and override.is_system_override:
         raise ChainError(f"Armature '{armature.name}' is a library override Blender does not let you edit (a system "
                          "override: it cannot enter Pose Mode either); make it editable (Outliner: right-click it > "
-                         "Library Override > Make Editable), then pose it")
+                         "Library Override > Make > Selected), then pose it")
 
 
 def check_evaluated(obj, what):

@@ -87,7 +87,7 @@ def test_a_library_override_blender_does_not_let_you_edit_is_refused_saying_so(b
         if editable:
             assert bpy.ops.blender_ik.solve() == {"FINISHED"}
         else:
-            with pytest.raises(RuntimeError, match="is a library override Blender does not let you edit .*Make Editable"):
+            with pytest.raises(RuntimeError, match="is a library override Blender does not let you edit .*Make > Selected"):
                 bpy.ops.blender_ik.solve()
     else:
         hero.blender_ik.chains[0].live = True
