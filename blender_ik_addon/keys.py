@@ -608,11 +608,24 @@ def _fcurves_of(obj, data_paths):
             yield fcurve, (fcurve.data_path, fcurve.array_index)
 
 
-def channel_problems(obj, data_paths):
+def _cycles_keyed_through(fcurve):
+    """Whether Blender's cycle-aware keying keys ``fcurve`` inside its cycle: its first modifier a Cycles modifier that
+    repeats (with or without offset) forever on both sides, over the whole curve at full influence (Blender's
+    BKE_fcurve_is_cyclic)."""
+    modifier = fcurve.modifiers[0] if len(fcurve.modifiers) else None
+    return (modifier is not None and modifier.type == "CYCLES" and not modifier.mute
+            and not modifier.use_restricted_range and not modifier.use_influence
+            and modifier.cycles_before == 0 and modifier.cycles_after == 0
+            and {modifier.mode_before, modifier.mode_after} <= {"REPEAT", "REPEAT_OFFSET"})
+
+
+def channel_problems(obj, data_paths, cycle_aware=False):
     """Why keys written to the F-curves of ``data_paths`` (of ``obj``'s own animation) would not be kept or
     would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
     keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier, a channel the action does not key yet
-    that an NLA strip plays (the new keys would override it outside the range too)."""
+    that an NLA strip plays (the new keys would override it outside the range too). ``cycle_aware``: keys go in with
+    Blender's cycle-aware keying, which keys a cyclic F-curve's Cycles modifier inside its cycle (which then plays them
+    on every cycle), so that modifier alone is no problem."""
     problems, keyed = [], set()
     for fcurve, where in _fcurves_of(obj, data_paths):
         if has_points(fcurve):
@@ -623,6 +636,8 @@ def channel_problems(obj, data_paths):
             problems.append(where + ("is muted (or its group is), so its keys would not play (unmute it)",))
         modifiers = [modifier.type.replace("_", " ").title() for modifier in fcurve.modifiers
                      if not modifier.mute]
+        if cycle_aware and modifiers == ["Cycles"] and _cycles_keyed_through(fcurve):
+            modifiers = []
         if modifiers:
             problems.append(where + (f"has modifiers ({', '.join(modifiers)}) that change how its keys play "
                                      "(remove or mute them)",))

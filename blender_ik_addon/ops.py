@@ -178,15 +178,15 @@ def auto_key(context, pose_bones):
     operators do (its mode, Add & Replace or Replace, its keyframe type and the preferences Only Insert Available and
     Only Insert Needed). Returns how many bones were keyed, or None with Auto Keying off. Nothing is keyed, and
     RuntimeError says why, where the keys would not be kept or not play as the pose is (a locked, muted or modified
-    F-curve: Blender would key the other bones only, and the chain would play broken there), or where Blender refuses
-    them (a linked action)."""
+    F-curve: Blender would key the other bones only, and the chain would play broken there; with cycle-aware keying, a
+    cyclic F-curve's Cycles modifier is keyed through), or where Blender refuses them (a linked action)."""
     settings = context.scene.tool_settings
     if not settings.use_keyframe_insert_auto or not pose_bones:
         return None
     armature = pose_bones[0].id_data
     paths = {bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)): pose_bone.name
              for pose_bone in pose_bones}
-    for path, index, reason in keys.channel_problems(armature, paths):
+    for path, index, reason in keys.channel_problems(armature, paths, cycle_aware=settings.use_keyframe_cycle_aware):
         raise RuntimeError(f"the F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{paths[path]}' {reason}")
     edit = context.preferences.edit
     options = {option for option, on in (("INSERTKEY_REPLACE", settings.auto_keying_mode == "REPLACE_KEYS"),

@@ -1,0 +1,82 @@
+"""Review 45: Solve with Auto Keying on, as an animator keys poses as they go (Auto Keying on, move the target, Solve,
+change frame, again), judged by what Blender plays back from the keys."""
+import pytest
+
+from rigs import arm_with_chain, tips_off
+
+
+def _keyed(obj):
+    """Every (data path, frame) the armature's own action keys."""
+    from blender_ik_addon import keys
+    return {(curve.data_path, point.co[0]) for curve in keys.object_fcurves(obj) for point in curve.keyframe_points}
+
+
+def _auto_keying(bpy):
+    """The arm's chain, reaching for a turned Empty, with Auto Keying on."""
+    obj, chain = arm_with_chain(bpy, rotation=(0.2, 0.4, 0.1))
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
+    return obj, chain
+
+
+@pytest.fixture
+def preferences(blender):
+    """Blender's editing preferences, the keying ones put back afterwards (the factory settings do not reset them)."""
+    edit = blender.context.preferences.edit
+    names = ("use_keyframe_insert_available", "use_auto_keyframe_insert_needed")
+    before = {name: getattr(edit, name) for name in names}
+    edit.use_keyframe_insert_available = False
+    yield edit
+    for name, value in before.items():
+        setattr(edit, name, value)
+
+
+@pytest.mark.parametrize("mode", ["REPEAT", "REPEAT_OFFSET"])
+def test_cycle_aware_keying_keys_a_walk_cycle_through_its_cycles_modifier(blender, capfd, preferences, mode):
+    """A walk cycle: the action's frame range 1-21, Cyclic Animation, each F-curve with the Cycles modifier that
+    cycle-aware keying relies on (it adds one to the curves it creates). Posing at frame 30 with cycle-aware keying
+    keys the cycle's frame 10, which plays at 10, 30, 50... Solve refused to key any bone there ("has modifiers (Cycles)
+    that change how its keys play"), where Blender's own keying keys it."""
+    bpy = blender
+    from blender_ik_addon import keys
+    obj, chain = _auto_keying(bpy)
+    scene = bpy.context.scene
+    scene.tool_settings.use_keyframe_cycle_aware = True
+    for frame in (1, 21):
+        for name in ("b1", "b2", "b3"):
+            obj.pose.bones[name].keyframe_insert("rotation_quaternion", frame=frame)
+    action = obj.animation_data.action
+    action.use_frame_range, action.frame_start, action.frame_end, action.use_cyclic = True, 1, 21, True
+    for fcurve in keys.object_fcurves(obj):
+        modifier = fcurve.modifiers.new("CYCLES")
+        modifier.mode_before = modifier.mode_after = mode
+    scene.frame_set(30)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    report = capfd.readouterr().out
+    assert "Auto Keying keyed 3 bones at frame 30" in report, report
+    assert {frame for _, frame in _keyed(obj)} == {1.0, 10.0, 21.0}
+    chain.target.location.x += 0.3  # what plays is the keys, not the pose left behind
+    for frame in (10, 30, 50):
+        scene.frame_set(1)
+        scene.frame_set(frame)
+        if frame == 10:
+            chain.target.location.x -= 0.3
+        assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5, frame
+
+
+def test_a_cycles_modifier_without_cycle_aware_keying_is_still_refused(blender, capfd, preferences):
+    """Without cycle-aware keying, Blender would key frame 30 itself, past the cycle, which the modifier then repeats
+    from there: the refusal stands."""
+    bpy = blender
+    from blender_ik_addon import keys
+    obj, chain = _auto_keying(bpy)
+    scene = bpy.context.scene
+    for frame in (1, 21):
+        obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=frame)
+    for fcurve in keys.object_fcurves(obj):
+        fcurve.modifiers.new("CYCLES")
+    scene.frame_set(30)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert "has modifiers (Cycles)" in capfd.readouterr().out
+    assert {frame for _, frame in _keyed(obj)} == {1.0, 21.0}
