@@ -174,12 +174,13 @@ def solve_chains(armature, specs):
 
 
 def auto_key(context, pose_bones):
-    """With Auto Keying on, key the rotation channels of ``pose_bones`` at the current frame, as Blender's own pose
-    operators do (its mode, Add & Replace or Replace, its keyframe type and the preferences Only Insert Available and
-    Only Insert Needed). Returns how many bones were keyed, or None with Auto Keying off. Nothing is keyed, and
-    RuntimeError says why, where the keys would not be kept or not play as the pose is (a locked, muted or modified
-    F-curve: Blender would key the other bones only, and the chain would play broken there; with cycle-aware keying, a
-    cyclic F-curve's Cycles modifier is keyed through), or where Blender refuses them (a linked action)."""
+    """With Auto Keying on, key the rotation channels of ``pose_bones`` at the current frame (its subframe included),
+    as Blender's own pose operators do (its mode, Add & Replace or Replace, its keyframe type and the preferences Only
+    Insert Available and Only Insert Needed). Returns how many bones were keyed, or None with Auto Keying off. Nothing
+    is keyed, and RuntimeError says why, where the keys would not be kept or not play as the pose is (a locked, muted
+    or modified F-curve: Blender would key the other bones only, and the chain would play broken there; with
+    cycle-aware keying, a cyclic F-curve's Cycles modifier is keyed through), or where Blender refuses them (a linked
+    action)."""
     settings = context.scene.tool_settings
     if not settings.use_keyframe_insert_auto or not pose_bones:
         return None
@@ -193,9 +194,9 @@ def auto_key(context, pose_bones):
                                          ("INSERTKEY_AVAILABLE", edit.use_keyframe_insert_available),
                                          ("INSERTKEY_NEEDED", edit.use_auto_keyframe_insert_needed),
                                          ("INSERTKEY_CYCLE_AWARE", settings.use_keyframe_cycle_aware)) if on}
-    keyed = 0
+    keyed, frame = 0, context.scene.frame_current_final  # the frame solved, its subframe included, as Blender keys
     for pose_bone in pose_bones:
-        keyed += bool(pose_bone.keyframe_insert(rotation_path(pose_bone.rotation_mode), frame=context.scene.frame_current,
+        keyed += bool(pose_bone.keyframe_insert(rotation_path(pose_bone.rotation_mode), frame=frame,
                                                 group=pose_bone.name, options=options,
                                                 keytype=settings.keyframe_type))
     return keyed
@@ -236,7 +237,8 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
             self.report({"WARNING"}, f"Auto Keying: the solved bones were not keyed: {error}")
         if keyed is not None:
             count = sum(len(chain.pose_bones) for _, chain, _ in solved)
-            left += (f"; Auto Keying keyed {keyed} bone{'' if keyed == 1 else 's'} at frame {context.scene.frame_current}"
+            left += (f"; Auto Keying keyed {keyed} bone{'' if keyed == 1 else 's'} at frame "
+                     f"{context.scene.frame_current_final:g}"
                      + ("" if keyed == count else f" of {count} (its settings leave the others: Replace, Only Insert "
                                                    "Available, Only Insert Needed)"))
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved

@@ -80,3 +80,24 @@ def test_a_cycles_modifier_without_cycle_aware_keying_is_still_refused(blender, 
     assert bpy.ops.blender_ik.solve() == {"FINISHED"}
     assert "has modifiers (Cycles)" in capfd.readouterr().out
     assert {frame for _, frame in _keyed(obj)} == {1.0, 21.0}
+
+
+@pytest.mark.parametrize("subframe", [0.0, 0.5])
+def test_solve_at_a_subframe_keys_that_subframe(blender, capfd, preferences, subframe):
+    """With the Timeline's subframes shown, an animator on frame 5.5 (the target moving between its keys at 1 and 11)
+    solves there: Blender's own auto keying keys 5.5. Solve keyed the pose of 5.5 at frame 5, so 5.5 played the old
+    pose and frame 5 one that misses its target by 4 cm."""
+    bpy = blender
+    obj, chain = _auto_keying(bpy)
+    scene, target = bpy.context.scene, chain.target
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.5, 0.6, 1.0)
+    target.keyframe_insert("location", frame=11)
+    scene.frame_set(5, subframe=subframe)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert f"Auto Keying keyed 3 bones at frame {5 + subframe:g}" in capfd.readouterr().out
+    assert {frame for _, frame in _keyed(obj)} == {5 + subframe}
+    scene.frame_set(1)
+    scene.frame_set(5, subframe=subframe)
+    assert tips_off(bpy, obj, [target], ("b3",))[0] < 1e-5
