@@ -619,13 +619,14 @@ def _cycles_keyed_through(fcurve):
             and {modifier.mode_before, modifier.mode_after} <= {"REPEAT", "REPEAT_OFFSET"})
 
 
-def channel_problems(obj, data_paths, cycle_aware=False):
+def channel_problems(obj, data_paths, cycle_aware=False, one_frame=False):
     """Why keys written to the F-curves of ``data_paths`` (of ``obj``'s own animation) would not be kept or
     would not play as written, as (data_path, index, reason) tuples: a locked F-curve (Blender's own
     keyframe_insert refuses it), a muted F-curve or group, an F-curve modifier, a channel the action does not key yet
     that an NLA strip plays (the new keys would override it outside the range too). ``cycle_aware``: keys go in with
     Blender's cycle-aware keying, which keys a cyclic F-curve's Cycles modifier inside its cycle (which then plays them
-    on every cycle), so that modifier alone is no problem."""
+    on every cycle), so that modifier alone is no problem. ``one_frame``: the keys are one frame's (Solve's Auto
+    Keying), not a bake's range, which the NLA problem's reason says."""
     problems, keyed = [], set()
     for fcurve, where in _fcurves_of(obj, data_paths):
         if has_points(fcurve):
@@ -648,6 +649,11 @@ def channel_problems(obj, data_paths, cycle_aware=False):
         where = (fcurve.data_path, fcurve.array_index)
         if fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve) and has_points(fcurve):
             keyed.add(where)  # named once, by the first strip that plays it
+            if one_frame:
+                problems.append(where + (f"is keyed in NLA strip '{strip}', which a key in the armature's action "
+                                         "would override on every frame, not this one only: key the strip's action in "
+                                         "its tweak mode (Tab in the NLA Editor), or mute the strip",))
+                continue
             problems.append(where + (f"is keyed in NLA strip '{strip}', which the action's new keys would override "
                                      "on every frame, outside the baked range too: mute the strip, or make its action "
                                      "the armature's action (the bake keeps its keys outside the range)",))

@@ -187,7 +187,8 @@ def auto_key(context, pose_bones):
     armature = pose_bones[0].id_data
     paths = {bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)): pose_bone.name
              for pose_bone in pose_bones}
-    for path, index, reason in keys.channel_problems(armature, paths, cycle_aware=settings.use_keyframe_cycle_aware):
+    for path, index, reason in keys.channel_problems(armature, paths, cycle_aware=settings.use_keyframe_cycle_aware,
+                                                     one_frame=True):
         raise RuntimeError(f"the F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{paths[path]}' {reason}")
     edit = context.preferences.edit
     options = {option for option, on in (("INSERTKEY_REPLACE", settings.auto_keying_mode == "REPLACE_KEYS"),

@@ -101,3 +101,39 @@ def test_solve_at_a_subframe_keys_that_subframe(blender, capfd, preferences, sub
     scene.frame_set(1)
     scene.frame_set(5, subframe=subframe)
     assert tips_off(bpy, obj, [target], ("b3",))[0] < 1e-5
+
+
+def test_a_pushed_down_action_is_not_keyed_over_and_the_warning_speaks_of_solve(blender, capfd, preferences):
+    """The animator pushed the arm's action down to an NLA strip (starting at frame 101, its frame 1), then Solves at
+    frame 110 with Auto Keying: a key in a new action would override the strip on every frame, so nothing is keyed, but
+    the warning spoke of a bake ("outside the baked range too", "the bake keeps its keys outside the range") they never
+    ran. It now says what a key at this frame would do, and offers the strip's tweak mode, where Solve keys the strip's
+    own action at the strip's time, as the test then checks by playing it."""
+    bpy = blender
+    obj, chain = _auto_keying(bpy)
+    scene = bpy.context.scene
+    for frame in (1, 20):
+        for name in ("b1", "b2", "b3"):
+            obj.pose.bones[name].keyframe_insert("rotation_quaternion", frame=frame)
+    anim_data = obj.animation_data
+    action = anim_data.action
+    strip = anim_data.nla_tracks.new().strips.new("Pushed", 1, action)
+    anim_data.action = None
+    strip.frame_start = 101
+    scene.frame_set(110)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    report = capfd.readouterr().out
+    assert f"not keyed: the F-curve rotation_quaternion[0] of bone 'b1' is keyed in NLA strip '{strip.name}'" in report
+    assert "bake" not in report and "tweak mode" in report, report
+    assert anim_data.action is None
+    anim_data.use_tweak_mode = True  # the strip's tweak mode (Tab in the NLA editor), as the warning offers
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert "Auto Keying keyed 3 bones at frame 110" in capfd.readouterr().out
+    assert {frame for _, frame in _keyed(obj)} == {1.0, 10.0, 20.0}  # the strip's frame 110 is its action's 10
+    chain.target.location.x += 0.3
+    scene.frame_set(101)
+    scene.frame_set(110)
+    chain.target.location.x -= 0.3
+    assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5
