@@ -137,3 +137,26 @@ def test_a_pushed_down_action_is_not_keyed_over_and_the_warning_speaks_of_solve(
     scene.frame_set(110)
     chain.target.location.x -= 0.3
     assert tips_off(bpy, obj, [chain.target], ("b3",))[0] < 1e-5
+
+
+def test_solve_on_an_overridden_character_that_is_not_editable_says_so(blender, tmp_path, preferences):
+    """A character linked into the shot and overridden as Blender does it (its collection's hierarchy): the armature
+    is a system override, whose pose Blender does not let anyone edit until it is made editable. Solve wrote the pose
+    (Blender dropped it) and then failed with 'Blender shows the tip of b3 61.8 cm from where the solve put it:
+    something in the scene changes the result in a way the add-on cannot follow'. It now says what is wrong and how to
+    fix it; made editable, the character solves and keys."""
+    bpy = blender
+    from rigs import override_character, pose_snapshot
+    obj, chain = _auto_keying(bpy)
+    hero = override_character(bpy, tmp_path / "hero.blend", [obj, chain.target])
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True  # the shot's scene, and factory preferences:
+    bpy.context.preferences.edit.use_keyframe_insert_available = False  # (on from 5.2) keys the arm's new F-curves
+    target = hero.blender_ik.chains[0].target
+    before = pose_snapshot(hero)
+    with pytest.raises(RuntimeError, match="library override Blender does not let you edit.*Library Override > Make > Selected"):
+        bpy.ops.blender_ik.solve()
+    assert pose_snapshot(hero) == before and not _keyed(hero)
+    hero.override_library.is_system_override = False  # what the Outliner's Make > Selected does to it
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert {frame for _, frame in _keyed(hero)} == {1.0}
+    assert tips_off(bpy, hero, [target], ("b3",))[0] < 1e-5
