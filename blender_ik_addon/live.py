@@ -568,6 +568,8 @@ def live_changed(armature, chain_settings=None):
     it at once) or stop. The armature's other live chains are solved only if their inputs changed (or the chain below
     them moves them): forcing them all made a script that turned Live on for each of 200 chains re-solve every live
     chain at each one (6.4 s; 2.4 s this way: each chain's inputs are still read)."""
+    if armature.type != "ARMATURE":  # the settings exist on every object; a script may set them on a mesh
+        return
     _stale[0] = True
     _looped.clear()  # a loop across armatures is found again, if it is still there
     label = None if chain_settings is None else props.chain_spec(chain_settings).label

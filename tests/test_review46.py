@@ -100,3 +100,18 @@ def test_a_library_override_blender_does_not_let_you_edit_is_refused_saying_so(b
         assert tips_off(bpy, hero, [target], ("b3",))[0] < 1e-5
     else:
         assert pose_snapshot(hero) == before
+
+
+def test_live_set_from_a_script_on_a_mesh_raises_nothing(blender, capfd):
+    """The chain settings exist on every object: a script that turns Live on for a mesh's chain (a loop over the
+    selection) printed an AttributeError from the update (Blender prints and ignores it). Nothing is solved or changed."""
+    bpy = blender
+    bpy.ops.mesh.primitive_cube_add()
+    cube = bpy.context.object
+    chain = cube.blender_ik.chains.add()
+    chain.tip_bone = "b3"
+    chain.live = True
+    bpy.context.view_layer.update()
+    assert "Traceback" not in capfd.readouterr().err
+    assert tuple(cube.location) == (0.0, 0.0, 0.0)
+
