@@ -497,11 +497,10 @@ def _played_range(action):
     return first, (last if last > first else first + 1.0)
 
 
-def nla_fcurves(obj):
-    """The F-curves that ``obj``'s NLA strips play on it, as ``(fcurve, strip name)`` pairs: those of the actions of
-    every strip that plays (not muted, on a track that is not muted, and a solo track only when one is solo; a meta
-    strip's inner strips), each through its own slot on 4.4+. They play below the action, in the channels it does
-    not key."""
+def _nla_fcurve_lists(obj):
+    """The F-curve collections of the actions that ``obj``'s NLA strips play on it, as ``(fcurves, strip name)``
+    pairs: those of every strip that plays (not muted, on a track that is not muted, and a solo track only when one is
+    solo; a meta strip's inner strips), each through its own slot on 4.4+."""
     anim_data = obj.animation_data
     if anim_data is None or not anim_data.use_nla:  # the NLA editor's "Include in NLA evaluation" off: none plays
         return []
@@ -519,16 +518,22 @@ def nla_fcurves(obj):
             elif strip.action is not None:
                 if _LAYERED:
                     slot = strip.action_slot
-                    curves = [fcurve for layer in strip.action.layers for keyframe_strip in layer.strips
-                              for bag in [keyframe_strip.channelbag(slot)] if slot is not None and bag is not None
-                              for fcurve in bag.fcurves]
+                    found.extend((bag.fcurves, strip.name) for layer in strip.action.layers
+                                 for keyframe_strip in layer.strips for bag in [keyframe_strip.channelbag(slot)]
+                                 if slot is not None and bag is not None)
                 else:
-                    curves = strip.action.fcurves
-                found.extend((fcurve, strip.name) for fcurve in curves)
+                    found.append((strip.action.fcurves, strip.name))
 
     for track in tracks:
         visit(track.strips)
     return found
+
+
+def nla_fcurves(obj):
+    """The F-curves that ``obj``'s NLA strips play on it, as ``(fcurve, strip name)`` pairs: those of the actions of
+    every strip that plays (see :func:`_nla_fcurve_lists`). They play below the action, in the channels it does not
+    key."""
+    return [(fcurve, strip) for fcurves, strip in _nla_fcurve_lists(obj) for fcurve in fcurves]
 
 
 def played_fcurves(id_data):
@@ -542,6 +547,23 @@ def played_fcurves(id_data):
     played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in nla_fcurves(id_data)]
     played += [(driver, " (driven)") for driver in anim_data.drivers]
     return played
+
+
+def played_channel(id_data, data_path, index=0):
+    """The F-curves that can change ``id_data``'s ``data_path[index]`` as Blender plays it, as :func:`played_fcurves`
+    gives them, found by Blender's own lookup: a character's action holds thousands of F-curves, which listing costs
+    milliseconds."""
+    anim_data = id_data.animation_data
+    if anim_data is None:
+        return []
+    if _LAYERED:
+        lists = [(bag.fcurves, "") for bag in _assigned_channelbags(id_data)]
+    else:
+        lists = [(anim_data.action.fcurves, "")] if anim_data.action is not None else []
+    lists += [(fcurves, f" (keyed in NLA strip '{strip}')") for fcurves, strip in _nla_fcurve_lists(id_data)]
+    lists.append((anim_data.drivers, " (driven)"))
+    return [(fcurve, where) for fcurves, where in lists
+            for fcurve in [fcurves.find(data_path, index=index)] if fcurve is not None]
 
 
 def is_muted(fcurve):

@@ -286,8 +286,8 @@ def check_rotation_modes_still(spec, armature):
     from a later one, and no keys can follow it."""
     for obj in [armature] + [goal for _, goal, _ in spec.goals() if goal is not None]:
         while obj is not None:
-            for fcurve, where in keys.played_fcurves(obj):
-                if fcurve.data_path == "rotation_mode" and not _is_muted(fcurve):
+            for fcurve, where in keys.played_channel(obj, "rotation_mode"):
+                if not _is_muted(fcurve):
                     raise ChainError(f"Object '{obj.name}' has an animated rotation mode{where}: Blender turns its "
                                      "rotation into the new mode from whichever frame it showed before, so the pose "
                                      "it plays there depends on the frames played before it; remove those keys (key "

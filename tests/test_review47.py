@@ -52,6 +52,32 @@ def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
     assert pose_snapshot(obj) == before
     assert not any(fcurve.data_path.startswith("pose.bones") for fcurve in _fcurves(obj))
 
+
+@pytest.mark.parametrize("way", ["nla", "driver"])
+def test_bake_refuses_a_rotation_mode_played_by_an_nla_strip_or_a_driver(blender, way):
+    """The armature's keyed rotation mode pushed down to an NLA strip plays as the action's does, and a driver on it
+    changes the mode from frame to frame too: refused, naming where it comes from (the check looks the channel up
+    instead of listing a character's thousands of F-curves)."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    if way == "nla":
+        _key_rotation_mode(obj)
+        anim_data = obj.animation_data
+        track = anim_data.nla_tracks.new()
+        track.strips.new("walk", 1, anim_data.action)
+        anim_data.action = None
+        where = r" \(keyed in NLA strip 'walk'\)"
+    else:
+        driver = obj.driver_add("rotation_mode").driver
+        driver.type, driver.expression = "SCRIPTED", "1 if frame < 10 else 0"
+        where = r" \(driven\)"
+    bpy.context.scene.frame_set(1)
+    before = pose_snapshot(obj)
+    with pytest.raises(RuntimeError, match=rf"Object 'Arm' has an animated rotation mode{where}: "):
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=20)
+    assert pose_snapshot(obj) == before
+
+
 def _fcurves(obj):
     from blender_ik_addon import keys
     return keys.object_fcurves(obj) if obj.animation_data else []
