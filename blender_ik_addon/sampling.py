@@ -19,8 +19,8 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label, goal_world,
-                    matrix_array, posers, rotation_path, uniform_scale)
+from .chain import (ChainError, _bone_of_path, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
+                    goal_world, matrix_array, posers, rotation_path, uniform_scale)
 
 
 def _is_muted(fcurve):
@@ -196,8 +196,87 @@ def base_reason(chain, fcurves=None):
     above = tuple(bone_path(bone.name, "") for bone in ancestors)
     for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
         if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
-            return "a bone above the chain is animated"
+            return ANIMATED_ABOVE
     return None
+
+
+ANIMATED_ABOVE = "a bone above the chain is animated"  # base_reason's reason that direct_base may read from the keys
+_ROTATION_PATHS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+
+
+def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False):
+    """(F, 4, 4) ``A₁`` (see chain.base_rows) over ``frames``, composed from the keys of the bones above the chain as
+    Blender poses bones that inherit fully (Inherit Rotation, Inherit Scale Full, Local Location): each bone's pose
+    is its parent's times its rest relative to the parent's, times ``T(location) · R · S`` of its channels (a connected
+    bone's location does not count). For :func:`base_reason`'s ``ANIMATED_ABOVE`` only, where nothing but the action's
+    keys poses those bones. None where Blender would do more than that product (another inheritance, a keyed channel
+    other than location, rotation and scale, an action that blends, loops or is remapped): read frame by frame then.
+    ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see :func:`sample`. The scene's frame never
+    changes: a keyed body under a character's limbs costs what its keys cost, not a scene evaluation per frame."""
+    armature = chain.armature
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        return None
+    animation = armature.animation_data
+    if animation is None or animation.action is None or (
+            animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
+            or getattr(animation.action, "use_frame_range", False)):
+        return None
+    first = chain.pose_bones[0]
+    bones, parent = [], first.parent  # the first bone's parents, from the root down
+    while parent is not None:
+        bones.insert(0, parent)
+        parent = parent.parent
+    for pose_bone in bones + [first]:
+        bone = pose_bone.bone
+        if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
+            return None
+    modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
+    above = tuple(bone_path(name, "") for name in modes)  # a character's action keys every bone: the others go first
+    animated, columns = [], {}
+    for fcurve in keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves:
+        path = fcurve.data_path
+        if not path.startswith(above):
+            continue
+        name = _bone_of_path(path)
+        if name not in modes or _is_muted(fcurve) or fcurves.is_empty(fcurve):
+            continue
+        attribute = path[len(bone_path(name, "")):]
+        if attribute in ("location", "scale", rotation_path(modes[name])):
+            columns[(name, attribute, fcurve.array_index)] = len(animated)
+            animated.append(fcurve)
+        elif attribute not in _ROTATION_PATHS:  # another mode's rotation plays no part; anything else may
+            return None
+    count = len(frames)
+    samples = _evaluate(animated, np.asarray(frames, dtype=np.float64), keep_data) if animated else None
+
+    def channel(pose_bone, attribute):
+        values = np.tile(np.array(tuple(getattr(pose_bone, attribute)), dtype=np.float64), (count, 1))
+        for index in range(values.shape[1]):
+            column = columns.get((pose_bone.name, attribute, index))
+            if column is not None:
+                values[:, index] = samples[:, column]
+        return values
+
+    pose, parent_rest = None, None
+    for pose_bone in bones + [first]:
+        rest = matrix_array(pose_bone.bone.matrix_local)
+        offset = rest if parent_rest is None else affine_inverse(parent_rest) @ rest
+        basis = np.zeros((count, 4, 4))
+        basis[:, 3, 3] = 1.0
+        if pose_bone is first:  # A₁: the first bone's location only (its rotation and scale are the solve's)
+            basis[:, :3, :3] = np.eye(3)
+        else:
+            mode = pose_bone.rotation_mode
+            basis[:, :3, :3] = rotations.channels_to_matrix(channel(pose_bone, rotation_path(mode)), mode) \
+                * channel(pose_bone, "scale")[:, None, :]
+        if not pose_bone.bone.use_connect:
+            basis[:, :3, 3] = channel(pose_bone, "location")
+        # The frames' matrices times one matrix in one product (numpy's stacked matmul calls BLAS once per frame),
+        # then frame by frame without BLAS.
+        head = offset if pose is None else (pose.reshape(-1, 4) @ offset).reshape(count, 4, 4)
+        pose = np.einsum("...ij,...jk->...ik", head, basis)
+        parent_rest = rest
+    return pose
 
 
 def _played(armature, fcurves=None):
@@ -347,7 +426,10 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         reason = moving_bases.get(index) or base_reason(chain, armature_fcurves)
         if reason is None:
             bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
-        else:
+            continue
+        if reason == ANIMATED_ABOVE:
+            bases[index] = direct_base(chain, frames, scene, armature_fcurves, keep_data)
+        if bases[index] is None:
             reasons[("base", index)] = reason
 
     if reasons:

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Bake speed on a real character's scene: where a bake's fixed costs are Blender's own.
 
-    python scripts/bench_character.py [--frames 100] [--repeat 3]
+    python scripts/bench_character.py [--frames 100] [--repeat 3] [--keyed-body]
 
 The scene: Rigify's human metarig and the rig Rigify generates from it (about 700 bones, 500 constraints, 100
 drivers), built once and saved to a scratch file that every run opens afresh. The metarig's left arm
-(upper_arm.L > forearm.L > hand.L) follows an Empty keyed every 10 frames near the hand. Timed, alternating:
+(upper_arm.L > forearm.L > hand.L) follows an Empty keyed every 10 frames near the hand. With --keyed-body, every
+other bone of the metarig is keyed every 10 frames too (location, rotation and scale; the torso and shoulders sway),
+as a character animated in FK with an IK arm: the arm's base moves on every frame. Timed, alternating:
 
   ours      the add-on's Bake operator, a first bake (it creates the F-curves) and a re-bake over its own keys
   IK        an IK constraint on hand.L (chain of 3) baked by nla.bake with visual keying, as bench_bake.py does
@@ -40,8 +42,9 @@ TIP = "hand.L"
 KEY_EVERY = 10
 
 
-def build(path, frames):
-    """The metarig, its generated rig and the keyed target, saved to ``path``."""
+def build(path, frames, keyed_body=False):
+    """The metarig, its generated rig and the keyed target (and with ``keyed_body`` the metarig's other bones keyed),
+    saved to ``path``."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     # Rigify stays enabled for the whole run, as for a user of the generated rig: its handlers read its properties.
     addon_utils.enable("rigify", default_set=True)
@@ -59,6 +62,17 @@ def build(path, frames):
     for frame in range(1, frames + KEY_EVERY + 1, KEY_EVERY):
         target.location = hand + rng.normal(0.0, 0.1, 3)
         target.keyframe_insert("location", frame=frame)
+    if keyed_body:
+        chain = {TIP, metarig.pose.bones[TIP].parent.name, metarig.pose.bones[TIP].parent.parent.name}
+        for frame in range(1, frames + KEY_EVERY + 1, KEY_EVERY):
+            for pose_bone in metarig.pose.bones:
+                if pose_bone.name in chain:
+                    continue
+                pose_bone.rotation_mode = "QUATERNION"
+                sway = 0.04 if pose_bone.name.startswith(("spine", "shoulder")) else 0.0
+                pose_bone.rotation_quaternion = (1.0, *rng.normal(0.0, sway, 3))
+                for path_name in ("location", "rotation_quaternion", "scale"):
+                    pose_bone.keyframe_insert(path_name, frame=frame)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
     scene.frame_set(1)
@@ -154,6 +168,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=100, help="frames to bake (100)")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs each way (3)")
+    parser.add_argument("--keyed-body", action="store_true",
+                        help="key the metarig's other bones every 10 frames too (the arm's base moves)")
     args = parser.parse_args()
     if args.frames < 2 or args.repeat < 1:
         parser.error("need at least 2 frames and 1 repeat")
@@ -165,10 +181,11 @@ def main():
 
 
 def run(scratch, args):
-    stats = build(scratch, args.frames)
+    stats = build(scratch, args.frames, args.keyed_body)
     bpy.utils.register_class(BENCH_OT_nothing)
     print(f"bpy {bpy.app.version_string}; generated rig: {stats[0]} bones, {stats[1]} constraints, {stats[2]} "
-          f"drivers; {args.frames} frames of the metarig's arm; best of {args.repeat}")
+          f"drivers; {args.frames} frames of the metarig's arm{' under its keyed body' if args.keyed_body else ''}; best of "
+          f"{args.repeat}")
     best = {}
     for _ in range(args.repeat):
         for name, bake in (("ours", bake_ours), ("IK", bake_native)):

@@ -1,0 +1,159 @@
+"""A bake reads a keyed body under the chain from its keys (sampling.direct_base): the base it composes must be the
+one Blender poses on every frame, and where Blender poses the bones above the chain in a way the keys alone do not
+tell (another inheritance, a keyed rotation mode...), the bake reads it frame by frame as before."""
+import math
+
+import numpy as np
+import pytest
+
+from rigs import add_empty, chain_length_world, tip_and_direction
+from scenes import add_bone, new_armature
+
+from mathutils import Quaternion, Vector  # noqa: E402 (after bpy: rigs imports it)
+
+FRAMES = list(range(1, 25))
+
+
+def _body(bpy, rng, modes=("QUATERNION", "ZXY", "AXIS_ANGLE"), sway=1.0):
+    """An armature: hips (a root, away from the origin) > spine (connected) > shoulder (a gap, rolled) > b1 > b2 > b3,
+    the three bones above the chain keyed on frames 1, 9 and 24 (location, rotation in ``modes``, a non-uniform scale;
+    ``sway`` scales how far they move from rest) with Bezier keys, some channels posed and not keyed. Returns the
+    object, active, in Object Mode."""
+    obj = new_armature("Body")
+    data = obj.data
+    hips = add_bone(data, "hips", (0.2, -0.1, 1.0), (0.2, -0.1, 1.3))
+    spine = add_bone(data, "spine", hips.tail, (0.25, -0.05, 1.7), hips, connect=True)
+    shoulder = add_bone(data, "shoulder", (0.35, 0.0, 1.75), (0.55, 0.05, 1.8), spine, roll=0.7)
+    parent = shoulder
+    for name, tail in (("b1", (0.9, 0.1, 1.6)), ("b2", (1.3, 0.4, 1.5)), ("b3", (1.45, 0.5, 1.45))):
+        parent = add_bone(data, name, parent.tail, tail, parent, connect=True)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for name, mode in zip(("hips", "spine", "shoulder"), modes):
+        pose_bone = obj.pose.bones[name]
+        pose_bone.rotation_mode = mode
+        for frame in (1, 9, 24):
+            pose_bone.location = tuple(rng.normal(scale=0.2 * sway, size=3))
+            # A bake refuses a non-uniform scale above the chain (the bones would shear): a sway scales uniformly.
+            pose_bone.scale = tuple(1.0 + rng.uniform(-0.3, 0.3, 1 if sway < 1.0 else 3) * sway * np.ones(3))
+            angle, axis = rng.uniform(-2.0, 2.0) * sway, Vector(tuple(rng.normal(size=3))).normalized()
+            if mode == "QUATERNION":
+                pose_bone.rotation_quaternion = Quaternion(axis, angle) * (1.0 + rng.uniform(-0.2, 0.2))  # unnormalised
+            elif mode == "AXIS_ANGLE":
+                pose_bone.rotation_axis_angle = (angle, *(axis * rng.uniform(0.5, 2.0)))
+            else:
+                pose_bone.rotation_euler = tuple(rng.uniform(-1.5, 1.5, 3) * sway)
+            for path in ("location", "scale", {"QUATERNION": "rotation_quaternion",
+                                                "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")):
+                # Channel 1 of the hips' location is left unkeyed: its posed value counts on every frame.
+                for index in range(4 if path.startswith("rotation_") and mode in ("QUATERNION", "AXIS_ANGLE") else 3):
+                    if not (name == "hips" and path == "location" and index == 1):
+                        pose_bone.keyframe_insert(path, index=index, frame=frame)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def _chain(obj):
+    from blender_ik_addon.chain import read_chain
+    return read_chain(obj, "b3")
+
+
+def _bases_frame_by_frame(bpy, obj):
+    from blender_ik_addon.chain import base_matrix
+    scene = bpy.context.scene
+    bases = []
+    for frame in FRAMES:
+        scene.frame_set(frame)
+        bases.append(base_matrix(_chain(obj)))
+    scene.frame_set(1)
+    return np.array(bases)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("modes", [("QUATERNION", "ZXY", "AXIS_ANGLE"), ("XYZ", "QUATERNION", "YZX")])
+def test_the_base_composed_from_the_keys_is_the_one_blender_poses(blender, seed, modes):
+    from blender_ik_addon import sampling
+    bpy = blender
+    obj = _body(bpy, np.random.default_rng(seed), modes)
+    assert sampling.base_reason(_chain(obj)) == sampling.ANIMATED_ABOVE
+    direct = sampling.direct_base(_chain(obj), np.array(FRAMES, dtype=float), bpy.context.scene)
+    assert direct is not None
+    blender_bases = _bases_frame_by_frame(bpy, obj)
+    assert np.abs(direct - blender_bases).max() < 2e-6  # Blender poses in float32
+
+
+def _inherit_aligned(obj):
+    obj.data.bones["spine"].inherit_scale = "ALIGNED"
+
+
+def _no_inherit_rotation(obj):
+    obj.data.bones["shoulder"].use_inherit_rotation = False
+
+
+def _global_location(obj):
+    obj.data.bones["shoulder"].use_local_location = False
+
+
+def _keyed_rotation_mode(obj):
+    obj.pose.bones["spine"].keyframe_insert("rotation_mode", frame=1)
+
+
+def _keyed_bbone_curve(obj):
+    obj.pose.bones["hips"].keyframe_insert("bbone_curveinx", frame=1)
+
+
+def _blended_action(obj):
+    obj.animation_data.action_influence = 0.5
+
+
+@pytest.mark.parametrize("change", [_inherit_aligned, _no_inherit_rotation, _global_location, _keyed_rotation_mode,
+                                    _keyed_bbone_curve, _blended_action])
+def test_what_the_keys_alone_do_not_tell_is_read_frame_by_frame(blender, change):
+    """Inheritance other than full, a keyed rotation mode or another bone setting, an action blended: direct_base
+    declines (None), and the bake reads the base from what Blender evaluates on each frame."""
+    from blender_ik_addon import sampling
+    bpy = blender
+    obj = _body(bpy, np.random.default_rng(5))
+    change(obj)
+    assert sampling.direct_base(_chain(obj), np.array(FRAMES, dtype=float), bpy.context.scene) is None
+
+
+def _frame_changes(bpy):
+    """A frame_change_post handler counting the frames set; returns (counter list, remove function)."""
+    seen = []
+
+    def handler(scene, *_):
+        seen.append(scene.frame_current)
+    bpy.app.handlers.frame_change_post.append(handler)
+    return seen, lambda: bpy.app.handlers.frame_change_post.remove(handler)
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_a_bake_under_a_keyed_body_plays_on_target_without_stepping_through_the_frames(blender, output):
+    """The hand's target moves while the hips, spine and shoulder sway, keyed: the bake reads the body from its keys
+    (the scene's frame is not stepped through: it used to evaluate the whole scene on every frame) and every frame
+    plays with the tip on the target and along its up axis."""
+    bpy = blender
+    obj = _body(bpy, np.random.default_rng(11), sway=0.1)
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone = "arm", "b3"
+    target = chain.target = add_empty("Hand", location=(1.2, 0.3, 1.5))
+    for frame, x in ((1, 1.2), (24, 1.0)):
+        target.location.x = x
+        target.rotation_euler.z = 0.3 * x
+        target.keyframe_insert("location", frame=frame)
+        target.keyframe_insert("rotation_euler", frame=frame)
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    seen, remove = _frame_changes(bpy)
+    try:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24, output=output) == {"FINISHED"}
+    finally:
+        remove()
+    assert len(seen) <= 2, seen  # the bake's own self-check and the frame put back, not one per frame
+    reach = chain_length_world(obj)
+    for frame in FRAMES:
+        scene.frame_set(frame)
+        tip, direction = tip_and_direction(obj)
+        world = target.matrix_world
+        assert (Vector(tip) - world.translation).length < 1e-5 * reach, frame
+        assert math.degrees(Vector(direction).angle(world.to_3x3() @ Vector((0.0, 0.0, 1.0)))) < 1e-3, frame
