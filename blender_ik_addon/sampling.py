@@ -204,15 +204,17 @@ ANIMATED_ABOVE = "a bone above the chain is animated"  # base_reason's reason th
 _ROTATION_PATHS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
 
 
-def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False):
+def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, poses=None):
     """(F, 4, 4) ``A₁`` (see chain.base_rows) over ``frames``, composed from the keys of the bones above the chain as
     Blender poses bones that inherit fully (Inherit Rotation, Inherit Scale Full, Local Location): each bone's pose
     is its parent's times its rest relative to the parent's, times ``T(location) · R · S`` of its channels (a connected
     bone's location does not count). For :func:`base_reason`'s ``ANIMATED_ABOVE`` only, where nothing but the action's
     keys poses those bones. None where Blender would do more than that product (another inheritance, a keyed channel
     other than location, rotation and scale, an action that blends, loops or is remapped): read frame by frame then.
-    ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see :func:`sample`. The scene's frame never
-    changes: a keyed body under a character's limbs costs what its keys cost, not a scene evaluation per frame."""
+    ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see :func:`sample`; ``poses``: a dict
+    that keeps the bones' poses over ``frames`` for the next chain (the limbs of a body share its spine). The scene's
+    frame never changes: a keyed body under a character's limbs costs what its keys cost, not a scene evaluation per
+    frame."""
     armature = chain.armature
     if scene.render.frame_map_old != scene.render.frame_map_new:
         return None
@@ -230,10 +232,12 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False):
         bone = pose_bone.bone
         if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
             return None
-    modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
+    poses = {} if poses is None else poses
+    known = max((index for index, pose_bone in enumerate(bones) if pose_bone.name in poses), default=-1)
+    modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones[known + 1:]}
     above = tuple(bone_path(name, "") for name in modes)  # a character's action keys every bone: the others go first
     animated, columns = [], {}
-    for fcurve in keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves:
+    for fcurve in (keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves) if above else ():
         path = fcurve.data_path
         if not path.startswith(above):
             continue
@@ -257,8 +261,9 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False):
                 values[:, index] = samples[:, column]
         return values
 
-    pose, parent_rest = None, None
-    for pose_bone in bones + [first]:
+    pose = poses[bones[known].name] if known >= 0 else None
+    parent_rest = matrix_array(bones[known].bone.matrix_local) if known >= 0 else None
+    for pose_bone in bones[known + 1:] + [first]:
         rest = matrix_array(pose_bone.bone.matrix_local)
         offset = rest if parent_rest is None else affine_inverse(parent_rest) @ rest
         basis = np.zeros((count, 4, 4))
@@ -275,6 +280,8 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False):
         # then frame by frame without BLAS.
         head = offset if pose is None else (pose.reshape(-1, 4) @ offset).reshape(count, 4, 4)
         pose = np.einsum("...ij,...jk->...ik", head, basis)
+        if pose_bone is not first:
+            poses[pose_bone.name] = pose
         parent_rest = rest
     return pose
 
@@ -422,13 +429,14 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
     armature_fcurves = keys.object_fcurves(armature)
+    poses = {}  # the bones above the chains that direct_base posed, for the chains that share them
     for index, (_, chain) in enumerate(chains):
         reason = moving_bases.get(index) or base_reason(chain, armature_fcurves)
         if reason is None:
             bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
             continue
         if reason == ANIMATED_ABOVE:
-            bases[index] = direct_base(chain, frames, scene, armature_fcurves, keep_data)
+            bases[index] = direct_base(chain, frames, scene, armature_fcurves, keep_data, poses)
         if bases[index] is None:
             reasons[("base", index)] = reason
 

@@ -27,8 +27,12 @@ def _body(bpy, rng, modes=("QUATERNION", "ZXY", "AXIS_ANGLE"), sway=1.0):
     parent = shoulder
     for name, tail in (("b1", (0.9, 0.1, 1.6)), ("b2", (1.3, 0.4, 1.5)), ("b3", (1.45, 0.5, 1.45))):
         parent = add_bone(data, name, parent.tail, tail, parent, connect=True)
+    # The other arm, on the same spine: c1 > c2 > c3 under shoulder2.
+    parent = add_bone(data, "shoulder2", (0.15, 0.0, 1.75), (-0.05, 0.05, 1.8), spine, roll=-0.4)
+    for name, tail in (("c1", (-0.5, 0.1, 1.6)), ("c2", (-0.9, 0.4, 1.5)), ("c3", (-1.05, 0.5, 1.45))):
+        parent = add_bone(data, name, parent.tail, tail, parent, connect=True)
     bpy.ops.object.mode_set(mode="OBJECT")
-    for name, mode in zip(("hips", "spine", "shoulder"), modes):
+    for name, mode in zip(("hips", "spine", "shoulder", "shoulder2"), modes + modes[:1]):
         pose_bone = obj.pose.bones[name]
         pose_bone.rotation_mode = mode
         for frame in (1, 9, 24):
@@ -52,18 +56,18 @@ def _body(bpy, rng, modes=("QUATERNION", "ZXY", "AXIS_ANGLE"), sway=1.0):
     return obj
 
 
-def _chain(obj):
+def _chain(obj, tip="b3"):
     from blender_ik_addon.chain import read_chain
-    return read_chain(obj, "b3")
+    return read_chain(obj, tip)
 
 
-def _bases_frame_by_frame(bpy, obj):
+def _bases_frame_by_frame(bpy, obj, tip="b3"):
     from blender_ik_addon.chain import base_matrix
     scene = bpy.context.scene
     bases = []
     for frame in FRAMES:
         scene.frame_set(frame)
-        bases.append(base_matrix(_chain(obj)))
+        bases.append(base_matrix(_chain(obj, tip)))
     scene.frame_set(1)
     return np.array(bases)
 
@@ -79,6 +83,21 @@ def test_the_base_composed_from_the_keys_is_the_one_blender_poses(blender, seed,
     assert direct is not None
     blender_bases = _bases_frame_by_frame(bpy, obj)
     assert np.abs(direct - blender_bases).max() < 2e-6  # Blender poses in float32
+
+
+def test_two_arms_on_one_keyed_spine_each_get_the_base_blender_poses(blender):
+    """The second chain reuses the spine's poses the first one composed (sampling.sample's memo): each arm's base is
+    still Blender's on every frame."""
+    from blender_ik_addon import sampling
+    from blender_ik_addon.chain import ChainSpec
+    bpy = blender
+    obj = _body(bpy, np.random.default_rng(7))
+    target = add_empty("T", location=(1.0, 0.0, 1.0))
+    chains = [(ChainSpec(tip_bone=tip, target=target, name=tip), _chain(obj, tip)) for tip in ("b3", "c3")]
+    samples = sampling.sample(bpy.context.scene, obj, chains, np.array(FRAMES, dtype=float))
+    assert samples.direct
+    for (_, chain), base in zip(chains, samples.bases):
+        assert np.abs(base - _bases_frame_by_frame(bpy, obj, chain.names[2])).max() < 2e-6, chain.names
 
 
 def _inherit_aligned(obj):
