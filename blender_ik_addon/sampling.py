@@ -46,6 +46,13 @@ def direct_reason(obj, scene):
                     animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
                     or getattr(animation.action, "use_frame_range", False)):
                 return f"'{obj.name}' blends or loops its action"
+        if obj.parent is not None and obj.parent_type == "BONE" and obj.parent.type == "ARMATURE":
+            bone = obj.parent.data.bones.get(obj.parent_bone)
+            reason = ("it names no bone" if bone is None else "its bone has Relative Parenting"
+                      if bone.use_relative_parent else bone_reason(obj.parent, obj.parent_bone, scene))
+            if reason is not None:
+                return f"'{obj.name}' hangs from bone '{obj.parent_bone}' of '{obj.parent.name}': {reason}"
+            return None  # bone_reason read the armature and what it hangs from
         if obj.parent is not None and obj.parent_type != "OBJECT":
             return f"'{obj.name}' has a {obj.parent_type.lower()} parent"
         if obj.parent is not None and obj.parent.type == "CURVE" and obj.parent.data.use_path:
@@ -135,23 +142,36 @@ def _basis_matrices(obj, frames, animated, keep_data=False):
 
 def _static(obj):
     while obj is not None:
-        if _animated(obj):
+        if _animated(obj) or (obj.parent is not None and obj.parent_type == "BONE"):  # a bone may be keyed
             return False
         obj = obj.parent
     return True
 
 
-def direct_world_matrices(obj, frames, keep_data=False):
-    """(F, 4, 4) world matrices from the object's (and its parents') F-curves; see direct_reason(). When
-    nothing is animated, one frame's matrix, broadcast (read-only). ``keep_data``: see :func:`sample`."""
+def direct_world_matrices(obj, frames, keep_data=False, poses=None):
+    """(F, 4, 4) world matrices from the object's (and its parents') F-curves, and a parent bone's keys; see
+    direct_reason(). When nothing is animated, one frame's matrix, broadcast (read-only). ``keep_data``: see
+    :func:`sample`; ``poses``: see :func:`bone_poses`."""
     frames = np.asarray(frames, dtype=np.float64)
     if len(frames) > 1 and _static(obj):
         return np.broadcast_to(direct_world_matrices(obj, frames[:1]), (len(frames), 4, 4))
     matrices = _basis_matrices(obj, frames, _animated(obj), keep_data)
     if obj.parent is not None:
         parent_inverse = matrix_array(obj.matrix_parent_inverse)
-        matrices = direct_world_matrices(obj.parent, frames, keep_data) @ parent_inverse @ matrices
+        parent = direct_world_matrices(obj.parent, frames, keep_data, poses)
+        if obj.parent_type == "BONE":  # the bone's pose, moved to its tail (Blender's parent matrix of a bone child)
+            bone = obj.parent.data.bones[obj.parent_bone]
+            tail = np.eye(4)
+            tail[1, 3] = bone.length
+            parent = _products(parent, bone_poses(obj.parent, obj.parent_bone, frames, keep_data, poses) @ tail)
+        matrices = parent @ parent_inverse @ matrices
     return matrices
+
+
+def _products(a, b):
+    """``a @ b`` for (F, 4, 4) stacks (either may be one matrix broadcast), frame by frame without BLAS: numpy's
+    stacked matmul calls it once per frame."""
+    return np.einsum("...ij,...jk->...ik", a, b)
 
 
 # Settings of the Armature datablock that change where its bones are posed (B-Bone and display settings do not).
@@ -204,40 +224,36 @@ ANIMATED_ABOVE = "a bone above the chain is animated"  # base_reason's reason th
 _ROTATION_PATHS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
 
 
-def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, poses=None):
-    """(F, 4, 4) ``A₁`` (see chain.base_rows) over ``frames``, composed from the keys of the bones above the chain as
-    Blender poses bones that inherit fully (Inherit Rotation, Inherit Scale Full, Local Location): each bone's pose
-    is its parent's times its rest relative to the parent's, times ``T(location) · R · S`` of its channels (a connected
-    bone's location does not count). For :func:`base_reason`'s ``ANIMATED_ABOVE`` only, where nothing but the action's
-    keys poses those bones. None where Blender would do more than that product (another inheritance, a keyed channel
-    other than location, rotation and scale, an action that blends, loops or is remapped): read frame by frame then.
-    ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see :func:`sample`; ``poses``: a dict
-    that keeps the bones' poses over ``frames`` for the next chain (the limbs of a body share its spine). The scene's
-    frame never changes: a keyed body under a character's limbs costs what its keys cost, not a scene evaluation per
-    frame."""
-    armature = chain.armature
-    if scene.render.frame_map_old != scene.render.frame_map_new:
-        return None
+def _bone_and_parents(armature, bone_name):
+    """Pose bone ``bone_name`` and its parents, from the root down."""
+    bones, pose_bone = [], armature.pose.bones[bone_name]
+    while pose_bone is not None:
+        bones.insert(0, pose_bone)
+        pose_bone = pose_bone.parent
+    return bones
+
+
+def _keys_posing(armature, bones, armature_fcurves=None):
+    """What of ``armature``'s keys poses ``bones`` (a bone and its parents, from the root down), as ``(F-curves,
+    {(bone name, attribute, index): column})``: their location, rotation (in the bone's mode) and scale; or why
+    Blender's pose of them is more than the product of those keys (a string): a bone that does not inherit fully from
+    its parent (Inherit Rotation, Inherit Scale Full, Local Location), another of their settings keyed (a rotation
+    mode, a B-Bone setting), an action that blends or loops. Constraints, drivers, NLA and other bones' IK are
+    :func:`bone_reason`'s and :func:`base_reason`'s."""
     animation = armature.animation_data
-    if animation is None or animation.action is None or (
+    if animation is not None and animation.action is not None and (
             animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
             or getattr(animation.action, "use_frame_range", False)):
-        return None
-    first = chain.pose_bones[0]
-    bones, parent = [], first.parent  # the first bone's parents, from the root down
-    while parent is not None:
-        bones.insert(0, parent)
-        parent = parent.parent
-    for pose_bone in bones + [first]:
+        return f"'{armature.name}' blends or loops its action"
+    for pose_bone in bones[1:]:
         bone = pose_bone.bone
         if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
-            return None
-    poses = {} if poses is None else poses
-    known = max((index for index, pose_bone in enumerate(bones) if pose_bone.name in poses), default=-1)
-    modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones[known + 1:]}
+            return (f"bone '{bone.name}' does not inherit all of its parent's transform (Inherit Rotation, Inherit "
+                    "Scale Full, Local Location)")
+    modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
     above = tuple(bone_path(name, "") for name in modes)  # a character's action keys every bone: the others go first
     animated, columns = [], {}
-    for fcurve in (keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves) if above else ():
+    for fcurve in keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves:
         path = fcurve.data_path
         if not path.startswith(above):
             continue
@@ -249,41 +265,109 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, po
             columns[(name, attribute, fcurve.array_index)] = len(animated)
             animated.append(fcurve)
         elif attribute not in _ROTATION_PATHS:  # another mode's rotation plays no part; anything else may
-            return None
-    count = len(frames)
-    samples = _evaluate(animated, np.asarray(frames, dtype=np.float64), keep_data) if animated else None
+            return f"the armature's {path} is keyed"
+    return animated, columns
+
+
+def _posed(armature, bones, frames, keyed, keep_data, poses):
+    """(F, 4, 4) pose of the last of ``bones`` (see :func:`_keys_posing`, which gave ``keyed``) over ``frames``:
+    each bone's pose is its parent's times its rest relative to the parent's, times ``T(location) · R · S`` of its
+    channels (a connected bone's location does not count). ``poses``: {(armature, bone name): pose} of bones posed
+    before over the same frames, which this adds to."""
+    animated, columns = keyed
+    pointer, count = armature.as_pointer(), len(frames)
+    known = max((index for index, pose_bone in enumerate(bones) if (pointer, pose_bone.name) in poses), default=-1)
+    needed = {pose_bone.name for pose_bone in bones[known + 1:]}
+    used = [column for (name, _, _), column in columns.items() if name in needed]
+    samples = (_evaluate([animated[column] for column in used], np.asarray(frames, dtype=np.float64), keep_data)
+               if used else None)
+    where = {column: index for index, column in enumerate(used)}
 
     def channel(pose_bone, attribute):
         values = np.tile(np.array(tuple(getattr(pose_bone, attribute)), dtype=np.float64), (count, 1))
         for index in range(values.shape[1]):
             column = columns.get((pose_bone.name, attribute, index))
             if column is not None:
-                values[:, index] = samples[:, column]
+                values[:, index] = samples[:, where[column]]
         return values
 
-    pose = poses[bones[known].name] if known >= 0 else None
+    pose = poses[(pointer, bones[known].name)] if known >= 0 else None
     parent_rest = matrix_array(bones[known].bone.matrix_local) if known >= 0 else None
-    for pose_bone in bones[known + 1:] + [first]:
+    for pose_bone in bones[known + 1:]:
         rest = matrix_array(pose_bone.bone.matrix_local)
         offset = rest if parent_rest is None else affine_inverse(parent_rest) @ rest
         basis = np.zeros((count, 4, 4))
         basis[:, 3, 3] = 1.0
-        if pose_bone is first:  # A₁: the first bone's location only (its rotation and scale are the solve's)
-            basis[:, :3, :3] = np.eye(3)
-        else:
-            mode = pose_bone.rotation_mode
-            basis[:, :3, :3] = rotations.channels_to_matrix(channel(pose_bone, rotation_path(mode)), mode) \
-                * channel(pose_bone, "scale")[:, None, :]
+        mode = pose_bone.rotation_mode
+        basis[:, :3, :3] = rotations.channels_to_matrix(channel(pose_bone, rotation_path(mode)), mode) \
+            * channel(pose_bone, "scale")[:, None, :]
         if not pose_bone.bone.use_connect:
             basis[:, :3, 3] = channel(pose_bone, "location")
-        # The frames' matrices times one matrix in one product (numpy's stacked matmul calls BLAS once per frame),
-        # then frame by frame without BLAS.
-        head = offset if pose is None else (pose.reshape(-1, 4) @ offset).reshape(count, 4, 4)
-        pose = np.einsum("...ij,...jk->...ik", head, basis)
-        if pose_bone is not first:
-            poses[pose_bone.name] = pose
+        # The frames' matrices times one matrix in one product (numpy's stacked matmul calls BLAS once per frame).
+        pose = _products(offset if pose is None else (pose.reshape(-1, 4) @ offset).reshape(count, 4, 4), basis)
+        poses[(pointer, pose_bone.name)] = pose
         parent_rest = rest
     return pose
+
+
+def bone_reason(armature, bone_name, scene):
+    """Why the world matrix of bone ``bone_name`` of ``armature`` cannot be composed from the keys (see
+    :func:`bone_poses`), or None if it can: the armature's own (:func:`direct_reason`), Rest Position, constraints on
+    the bone or a bone above it, their posing settings keyed or driven, another bone's IK reaching into them, or what
+    :func:`_keys_posing` finds."""
+    reason = direct_reason(armature, scene)
+    if reason is not None:
+        return reason
+    if armature.data.pose_position == "REST":
+        return f"'{armature.name}' shows its Rest Position"
+    bones = _bone_and_parents(armature, bone_name)
+    for pose_bone in bones:
+        if len(pose_bone.constraints):
+            return f"bone '{pose_bone.name}' has constraints"
+    names = [pose_bone.name for pose_bone in bones]
+    for path, _ in animated_bone_settings(armature, names):
+        return f"the armature's {path} is animated or driven"
+    for owner, constraint, name in posers(armature, set(names)):
+        return f"bone '{name}' is posed by the {constraint.type.replace('_', ' ')} constraint of bone '{owner.name}'"
+    keyed = _keys_posing(armature, bones)
+    return keyed if isinstance(keyed, str) else None
+
+
+def bone_poses(armature, bone_name, frames, keep_data=False, poses=None):
+    """(F, 4, 4) pose (armature space, ``PoseBone.matrix``) of bone ``bone_name`` over ``frames``, composed from the
+    armature's keys as Blender poses bones that inherit fully; only where :func:`bone_reason` finds nothing against it.
+    ``poses``: see :func:`_posed` (a dict the chains of one bake share: the limbs of a body share its spine)."""
+    bones = _bone_and_parents(armature, bone_name)
+    return _posed(armature, bones, frames, _keys_posing(armature, bones), keep_data, {} if poses is None else poses)
+
+
+def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, poses=None):
+    """(F, 4, 4) ``A₁`` (see chain.base_rows) over ``frames``, composed from the keys of the bones above the chain
+    (:func:`bone_poses`): the parent's pose times the first bone's rest relative to it, times its location. For
+    :func:`base_reason`'s ``ANIMATED_ABOVE`` only, where nothing but the action's keys poses those bones. None where
+    Blender would do more (see :func:`_keys_posing`; an Inherit Scale other than Full on the first bone, a remapped
+    scene): read frame by frame then. ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see
+    :func:`sample`; ``poses``: see :func:`_posed`. The scene's frame never changes: a keyed body under a character's
+    limbs costs what its keys cost, not a scene evaluation per frame."""
+    armature = chain.armature
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        return None
+    first = chain.pose_bones[0]
+    bone = first.bone
+    if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
+        return None
+    bones = _bone_and_parents(armature, first.parent.name)
+    keyed = _keys_posing(armature, bones, armature_fcurves)
+    if isinstance(keyed, str):
+        return None
+    parent = _posed(armature, bones, frames, keyed, keep_data, {} if poses is None else poses)
+    rest = matrix_array(bone.matrix_local)
+    offset = affine_inverse(matrix_array(bones[-1].bone.matrix_local)) @ rest
+    if not bone.use_connect:  # A₁: the first bone's location only (its rotation and scale are the solve's)
+        location = np.eye(4)
+        location[:3, 3] = tuple(first.location)
+        offset = offset @ location
+    return (parent.reshape(-1, 4) @ offset).reshape(len(frames), 4, 4)
 
 
 def _played(armature, fcurves=None):
@@ -413,11 +497,17 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
             users.setdefault((spec.pole.name_full, spec.pole_bone), spec.label)
     reasons = {}
     world = {}
+    poses = {}  # the bones that bone_poses and direct_base composed, for the goals and chains that share them
     for key, (obj, bone_name) in goals.items():
-        reason = (f"the target or pole is bone '{bone_name}' of '{obj.name}'" if bone_name
-                  else direct_reason(obj, scene))
+        if bone_name:
+            reason = bone_reason(obj, bone_name, scene)
+            reason = reason and f"the target or pole is bone '{bone_name}' of '{obj.name}': {reason}"
+        else:
+            reason = direct_reason(obj, scene)
         if reason is None:
-            world[key] = direct_world_matrices(obj, frames, keep_data)
+            world[key] = direct_world_matrices(obj, frames, keep_data, poses)
+            if bone_name:
+                world[key] = _products(world[key], bone_poses(obj, bone_name, frames, keep_data, poses))
         else:
             # Read frame by frame from what Blender evaluates: an object it does not evaluate would give one stale
             # matrix on every frame (read from its F-curves, it needs no evaluation).
@@ -429,7 +519,6 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
     armature_fcurves = keys.object_fcurves(armature)
-    poses = {}  # the bones above the chains that direct_base posed, for the chains that share them
     for index, (_, chain) in enumerate(chains):
         reason = moving_bases.get(index) or base_reason(chain, armature_fcurves)
         if reason is None:

@@ -176,3 +176,116 @@ def test_a_bake_under_a_keyed_body_plays_on_target_without_stepping_through_the_
         world = target.matrix_world
         assert (Vector(tip) - world.translation).length < 1e-5 * reach, frame
         assert math.degrees(Vector(direction).angle(world.to_3x3() @ Vector((0.0, 0.0, 1.0)))) < 1e-3, frame
+
+
+def _controls(bpy, rng):
+    """A control armature, away from the origin and keyed itself: root_ctl > hand_ctl (a gap), both keyed on frames 1,
+    9 and 24 (location, rotation, scale, in two rotation modes), and an Empty 'Prop' parented to bone hand_ctl (a
+    prop in the hand). Returns (armature, prop)."""
+    controls = new_armature("Controls")
+    root = add_bone(controls.data, "root_ctl", (0.5, 0.2, 0.9), (0.5, 0.2, 1.1))
+    add_bone(controls.data, "hand_ctl", (1.0, 0.3, 1.3), (1.0, 0.5, 1.35), root, roll=0.3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    controls.location = (0.1, -0.2, 0.05)
+    for frame in (1, 24):
+        controls.rotation_euler.z = 0.05 * frame / 24
+        controls.keyframe_insert("rotation_euler", frame=frame)
+    for name, mode in (("root_ctl", "XZY"), ("hand_ctl", "QUATERNION")):
+        pose_bone = controls.pose.bones[name]
+        pose_bone.rotation_mode = mode
+        for frame in (1, 9, 24):
+            pose_bone.location = tuple(rng.normal(scale=0.05, size=3))
+            pose_bone.scale = (1.0 + rng.uniform(-0.1, 0.1),) * 3
+            if mode == "QUATERNION":
+                pose_bone.rotation_quaternion = Quaternion(Vector(tuple(rng.normal(size=3))), rng.uniform(-0.3, 0.3))
+            else:
+                pose_bone.rotation_euler = tuple(rng.uniform(-0.2, 0.2, 3))
+            for path in ("location", "scale", "rotation_quaternion" if mode == "QUATERNION" else "rotation_euler"):
+                pose_bone.keyframe_insert(path, frame=frame)
+    prop = add_empty("Prop", location=(0.0, 0.1, 0.0))
+    prop.parent, prop.parent_type, prop.parent_bone = controls, "BONE", "hand_ctl"
+    return controls, prop
+
+
+def test_a_keyed_control_bone_and_a_prop_it_holds_are_read_from_the_keys_as_blender_poses_them(blender):
+    from blender_ik_addon import sampling
+    bpy = blender
+    controls, prop = _controls(bpy, np.random.default_rng(3))
+    scene = bpy.context.scene
+    frames = np.array(FRAMES, dtype=float)
+    assert sampling.bone_reason(controls, "hand_ctl", scene) is None and sampling.direct_reason(prop, scene) is None
+    bone = sampling.bone_poses(controls, "hand_ctl", frames)
+    held = sampling.direct_world_matrices(prop, frames)
+    blender_bone, blender_held = [], []
+    for frame in FRAMES:
+        scene.frame_set(frame)
+        blender_bone.append(np.array(controls.pose.bones["hand_ctl"].matrix))
+        blender_held.append(np.array(prop.matrix_world))
+    assert np.abs(bone - np.array(blender_bone)).max() < 2e-6
+    assert np.abs(held - np.array(blender_held)).max() < 2e-6
+
+
+def _constrained_root(controls, prop):
+    controls.pose.bones["root_ctl"].constraints.new("COPY_ROTATION")
+
+
+def _relative_parent(controls, prop):
+    controls.data.bones["hand_ctl"].use_relative_parent = True
+
+
+def _posed_by_ik(controls, prop):
+    import bpy
+    bpy.context.view_layer.objects.active = controls
+    bpy.ops.object.mode_set(mode="EDIT")
+    tip = add_bone(controls.data, "finger_ctl", (1.0, 0.5, 1.35), (1.0, 0.6, 1.4), controls.data.edit_bones["hand_ctl"])
+    tip.use_connect = True
+    bpy.ops.object.mode_set(mode="OBJECT")
+    ik = controls.pose.bones["finger_ctl"].constraints.new("IK")
+    ik.target, ik.chain_count, ik.mute = controls, 2, True
+
+
+def _rest_position(controls, prop):
+    controls.data.pose_position = "REST"
+
+
+@pytest.mark.parametrize("change", [_constrained_root, _relative_parent, _posed_by_ik, _rest_position])
+def test_a_control_bone_posed_by_more_than_its_keys_is_read_frame_by_frame(blender, change):
+    from blender_ik_addon import sampling
+    bpy = blender
+    controls, prop = _controls(bpy, np.random.default_rng(3))
+    change(controls, prop)
+    scene = bpy.context.scene
+    assert sampling.direct_reason(prop, scene) is not None
+    if change is not _relative_parent:  # Relative Parenting changes what the bone's children follow, not the bone
+        assert sampling.bone_reason(controls, "hand_ctl", scene) is not None
+
+
+@pytest.mark.parametrize("pole", [False, True])
+def test_a_bake_reaching_for_a_keyed_control_bone_plays_on_target_without_stepping_through_the_frames(blender, pole):
+    """The arm reaches for bone hand_ctl of a keyed control armature (and, with a pole, bends toward the prop the
+    control holds): the bake reads both from the keys, never stepping the scene through the frames, and every frame
+    plays with the tip on the control bone's head, along its Y axis."""
+    bpy = blender
+    from rigs import build_arm
+    controls, prop = _controls(bpy, np.random.default_rng(3))
+    obj = build_arm()
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target, chain.target_bone, chain.up_axis = "arm", "b3", controls, "hand_ctl", "Y"
+    if pole:
+        chain.plane, chain.pole = "POLE", prop
+    bpy.context.view_layer.objects.active = obj
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    seen, remove = _frame_changes(bpy)
+    try:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24) == {"FINISHED"}
+    finally:
+        remove()
+    assert len(seen) <= 2, seen
+    reach = chain_length_world(obj)
+    for frame in FRAMES:
+        scene.frame_set(frame)
+        tip, direction = tip_and_direction(obj)
+        goal = controls.matrix_world @ controls.pose.bones["hand_ctl"].matrix
+        assert (Vector(tip) - goal.translation).length < 1e-5 * reach, frame
+        assert math.degrees(Vector(direction).angle(goal.to_3x3() @ Vector((0.0, 1.0, 0.0)))) < 1e-3, frame
