@@ -267,13 +267,15 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             continue
         validated = not force and same_validation and key in _validated
         try:
+            # Read at every solve: an override made a system one again (Outliner: Library Override > Clear) changes
+            # nothing Live compares, and Blender ignores the write that poses it.
+            check_posable(armature)
             if validated:  # nothing validation reads changed: the chain read then is still the chain
                 if inputs[1][0] != last[1][0]:  # the armature's matrix is a "motion" input
                     check_armature_scale(armature)
                 chain = with_armature(_validated[key], armature)
             else:
                 chain = read_chain(armature, spec.tip_bone)
-                check_posable(armature)
                 check_target(chain, spec)
         except ChainError as error:
             errors[spec] = str(error)
