@@ -404,7 +404,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         for spec, chain in level:
             try:
                 sampling.check_chain_not_animated(chain, fcurves)
-                sampling.check_rotation_modes_still(spec, armature)
+                sampling.check_rotation_modes_still(spec, chain)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))

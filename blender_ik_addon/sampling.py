@@ -449,19 +449,26 @@ def check_chain_not_animated(chain, fcurves=None):
                                      f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
-def check_rotation_modes_still(spec, armature):
-    """Refuse an armature, target or pole (or an object it hangs from) whose rotation mode is animated or driven: as
-    Blender plays the mode's change it converts the rotation the object held on the frame shown before into the new
-    mode, so the frame after the change shows one rotation when played from the frame before and another when reached
-    from a later one, and no keys can follow it."""
-    for obj in [armature] + [goal for _, goal, _ in spec.goals() if goal is not None]:
+def check_rotation_modes_still(spec, chain):
+    """Refuse an animated or driven rotation mode on the armature, a bone above the chain, a target or pole (or a bone
+    of one), or on what they hang from: as Blender plays the mode's change it converts the rotation the object (or
+    bone) held on the frame shown before into the new mode, so the frame after the change shows one rotation when
+    played from the frame before and another when reached from a later one, and no keys can follow it."""
+    first_parent = chain.pose_bones[0].parent
+    owners = [(chain.armature, first_parent.name if first_parent is not None else "")]
+    owners += [(goal, bone_name) for _, goal, bone_name in spec.goals() if goal is not None]
+    for obj, bone_name in owners:
         while obj is not None:
-            for fcurve, where in keys.played_channel(obj, "rotation_mode"):
-                if not _is_muted(fcurve):
-                    raise ChainError(f"Object '{obj.name}' has an animated rotation mode{where}: Blender turns its "
-                                     "rotation into the new mode from whichever frame it showed before, so the pose "
-                                     "it plays there depends on the frames played before it; remove those keys (key "
-                                     "its rotation in one mode)", spec.label)
+            bones = _bone_and_parents(obj, bone_name) if bone_name and bone_name in obj.pose.bones else []
+            for owner, path in [(f"Bone '{bone.name}' of '{obj.name}'", bone_path(bone.name, "rotation_mode"))
+                                for bone in reversed(bones)] + [(f"Object '{obj.name}'", "rotation_mode")]:
+                for fcurve, where in keys.played_channel(obj, path):
+                    if not _is_muted(fcurve):
+                        raise ChainError(f"{owner} has an animated rotation mode{where}: Blender turns its rotation "
+                                         "into the new mode from whichever frame it showed before, so the pose it "
+                                         "plays there depends on the frames played before it; remove those keys (key "
+                                         "its rotation in one mode)", spec.label)
+            bone_name = obj.parent_bone if obj.parent_type == "BONE" else ""
             obj = obj.parent
 
 

@@ -23,7 +23,21 @@ def _key_rotation_mode(obj):
     obj.rotation_mode = "XYZ"
 
 
-@pytest.mark.parametrize("keyed", ["armature", "target"])
+def _control_bone_target(bpy, chain):
+    """The chain's target made bone 'ctl' of a control armature, where the Empty was; returns the pose bone."""
+    from scenes import add_bone, new_armature
+    from mathutils import Vector
+    obj = bpy.context.view_layer.objects.active
+    controls = new_armature("Controls")
+    where = Vector(chain.target.location)
+    add_bone(controls.data, "ctl", where, where + Vector((0.0, 0.0, 0.2)))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = obj
+    chain.target, chain.target_bone = controls, "ctl"
+    return controls.pose.bones["ctl"]
+
+
+@pytest.mark.parametrize("keyed", ["armature", "target", "bone above the chain", "target bone"])
 def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
     """Blender plays a keyed rotation mode by converting the rotation the object held on the frame shown before into
     the new mode: frame 10 shows one turn after frame 9 and another after frame 15. The bake read the armature's
@@ -33,7 +47,9 @@ def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
     from mathutils import Vector
     bpy = blender
     obj, chain = arm_with_chain(bpy)
-    moved = obj if keyed == "armature" else chain.target
+    moved = {"armature": obj, "target": chain.target, "bone above the chain": obj.pose.bones["root"]}.get(keyed)
+    if keyed == "target bone":
+        moved = _control_bone_target(bpy, chain)
     _key_rotation_mode(moved)
     bpy.context.scene.frame_set(1)
     before = pose_snapshot(obj)
@@ -46,11 +62,17 @@ def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
         for frame in [*range(1, 21), 15, 10]:
             bpy.context.scene.frame_set(frame)
             tip, _ = tip_and_direction(obj)
-            assert (Vector(tip) - chain.target.matrix_world.translation).length < 1e-4 * reach, frame
+            goal = chain.target.matrix_world
+            if chain.target_bone:
+                goal = goal @ chain.target.pose.bones[chain.target_bone].matrix
+            assert (Vector(tip) - goal.translation).length < 1e-4 * reach, frame
         return
-    assert re.search(rf"Object '{moved.name}' has an animated rotation mode: .*remove those keys", refusal), refusal
+    owner = (f"Object '{moved.name}'" if keyed in ("armature", "target")
+             else f"Bone '{moved.name}' of '{moved.id_data.name}'")
+    assert re.search(rf"{owner} has an animated rotation mode: .*remove those keys", refusal), refusal
     assert pose_snapshot(obj) == before
-    assert not any(fcurve.data_path.startswith("pose.bones") for fcurve in _fcurves(obj))
+    assert not any(fcurve.data_path.startswith(("pose.bones[\"b1\"]", "pose.bones[\"b2\"]", "pose.bones[\"b3\"]"))
+                   for fcurve in _fcurves(obj))  # the chain keyed nothing
 
 
 @pytest.mark.parametrize("way", ["nla", "driver"])
