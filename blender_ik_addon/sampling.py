@@ -38,8 +38,9 @@ def direct_reason(obj, scene):
             return f"'{obj.name}' is a rigid body"
         animation = obj.animation_data
         if animation is not None:
-            if len(animation.drivers):
-                return f"'{obj.name}' has drivers"
+            driven = _driven(obj, _TRANSFORM_DRIVEN)
+            if driven:
+                return f"'{obj.name}' has a driver on its {driven}"
             if any(not track.mute for track in animation.nla_tracks):
                 return f"'{obj.name}' has NLA tracks"
             if animation.action is not None and (
@@ -58,6 +59,23 @@ def direct_reason(obj, scene):
         if obj.parent is not None and obj.parent.type == "CURVE" and obj.parent.data.use_path:
             return f"'{obj.name}' follows the path of curve '{obj.parent.name}'"
         obj = obj.parent
+    return None
+
+
+# What a driver changes an object's world matrix through (its bones' drivers do not; nor do those of custom properties,
+# which only a constraint or another driver reads: a constrained object is read frame by frame, and that driver is
+# counted where it drives).
+_TRANSFORM_DRIVEN = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "rotation_mode",
+                     "scale", "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+
+
+def _driven(obj, paths, prefixes=()):
+    """The data path of a driver of ``obj`` (muted or not: its mute may be keyed) that is one of ``paths`` or starts
+    with one of ``prefixes``, or None."""
+    animation = obj.animation_data
+    for driver in animation.drivers if animation is not None else ():
+        if driver.data_path in paths or (prefixes and driver.data_path.startswith(prefixes)):
+            return driver.data_path
     return None
 
 
@@ -201,8 +219,9 @@ def base_reason(chain, fcurves=None):
     while parent is not None:
         ancestors.append(parent)
         parent = parent.parent
-    if armature.animation_data is not None and len(armature.animation_data.drivers):
-        return f"'{armature.name}' has drivers"
+    driven = _driven(armature, (), tuple(bone_path(bone.name, "") for bone in ancestors))
+    if driven is not None:
+        return f"'{armature.name}' has a driver on {driven}"
     if armature.animation_data is not None and any(not t.mute for t in armature.animation_data.nla_tracks):
         return f"'{armature.name}' has NLA tracks"
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
@@ -321,6 +340,9 @@ def bone_reason(armature, bone_name, scene):
     if armature.data.pose_position == "REST":
         return f"'{armature.name}' shows its Rest Position"
     bones = _bone_and_parents(armature, bone_name)
+    driven = _driven(armature, (), tuple(bone_path(pose_bone.name, "") for pose_bone in bones))
+    if driven is not None:
+        return f"'{armature.name}' has a driver on {driven}"
     for pose_bone in bones:
         if len(pose_bone.constraints):
             return f"bone '{pose_bone.name}' has constraints"

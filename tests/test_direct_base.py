@@ -289,3 +289,39 @@ def test_a_bake_reaching_for_a_keyed_control_bone_plays_on_target_without_steppi
         goal = controls.matrix_world @ controls.pose.bones["hand_ctl"].matrix
         assert (Vector(tip) - goal.translation).length < 1e-5 * reach, frame
         assert math.degrees(Vector(direction).angle(goal.to_3x3() @ Vector((0.0, 1.0, 0.0)))) < 1e-3, frame
+
+
+@pytest.mark.parametrize("driven", ["another bone", "the spine"])
+def test_a_driver_counts_only_where_it_drives_the_body_under_the_chain(blender, driven):
+    """A character's rig has drivers (a corrective bone, a custom property): one on a bone that is not above the chain
+    leaves the body read from its keys (the scene is not stepped through); one on the spine above the arm makes the
+    bake read the base frame by frame. Either way every frame plays on target."""
+    from blender_ik_addon import sampling
+    bpy = blender
+    obj = _body(bpy, np.random.default_rng(11), sway=0.1)
+    bone = "c2" if driven == "another bone" else "spine"
+    obj.pose.bones[bone].rotation_mode = "XYZ"
+    driver = obj.pose.bones[bone].driver_add("rotation_euler", 0).driver
+    driver.type, driver.expression = "SCRIPTED", "0.01"  # constant: valid without auto-run of Python scripts too
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone = "arm", "b3"
+    target = chain.target = add_empty("Hand", location=(1.2, 0.3, 1.5))
+    for frame, x in ((1, 1.2), (24, 1.0)):
+        target.location.x = x
+        target.keyframe_insert("location", frame=frame)
+    target["weight"] = 0.0  # a driven custom property moves nothing by itself
+    target.driver_add('["weight"]').driver.expression = "1.0"
+    assert (sampling.base_reason(_chain(obj)) == sampling.ANIMATED_ABOVE) == (driven == "another bone")
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    seen, remove = _frame_changes(bpy)
+    try:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24) == {"FINISHED"}
+    finally:
+        remove()
+    assert (len(seen) <= 2) == (driven == "another bone"), seen
+    reach = chain_length_world(obj)
+    for frame in FRAMES:
+        scene.frame_set(frame)
+        tip, _ = tip_and_direction(obj)
+        assert (Vector(tip) - target.matrix_world.translation).length < 1e-5 * reach, frame
