@@ -27,6 +27,13 @@ def _is_muted(fcurve):
     return keys.is_muted(fcurve)
 
 
+def nla_plays(animation):
+    """Whether Blender plays ``animation`` (an AnimData) through its NLA rather than its action alone: a track that is
+    not muted, a solo track (muted or not, the action does not play beside it), or a strip in tweak mode (its action
+    plays in the strip's time, not the scene's)."""
+    return animation.use_tweak_mode or any(not track.mute or track.is_solo for track in animation.nla_tracks)
+
+
 def direct_reason(obj, scene):
     """Why ``obj``'s world matrix cannot be read straight from its F-curves, or None if it can."""
     if scene.render.frame_map_old != scene.render.frame_map_new:
@@ -41,7 +48,7 @@ def direct_reason(obj, scene):
             driven = _driven(obj, _TRANSFORM_DRIVEN)
             if driven:
                 return f"'{obj.name}' has a driver on its {driven}"
-            if any(not track.mute for track in animation.nla_tracks):
+            if nla_plays(animation):
                 return f"'{obj.name}' has NLA tracks"
             if animation.action is not None and (
                     animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
@@ -222,7 +229,7 @@ def base_reason(chain, fcurves=None):
     driven = _driven(armature, (), tuple(bone_path(bone.name, "") for bone in ancestors))
     if driven is not None:
         return f"'{armature.name}' has a driver on {driven}"
-    if armature.animation_data is not None and any(not t.mute for t in armature.animation_data.nla_tracks):
+    if armature.animation_data is not None and nla_plays(armature.animation_data):
         return f"'{armature.name}' has NLA tracks"
     for bone in ancestors:  # (read_chain refuses constraints on the chain's own bones)
         if len(bone.constraints):
