@@ -499,14 +499,15 @@ def _played_range(action):
 
 def _nla_fcurve_lists(obj):
     """The F-curve collections of the actions that ``obj``'s NLA strips play on it, as ``(fcurves, strip name)``
-    pairs: those of every strip that plays (not muted, on a track that is not muted, and a solo track only when one is
-    solo; a meta strip's inner strips), each through its own slot on 4.4+."""
+    pairs: those of every strip that plays (not muted, on a track that is not muted, or on the solo track, muted or not,
+    when one is solo; a meta strip's inner strips), each through its own slot on 4.4+."""
     anim_data = obj.animation_data
     if anim_data is None or not anim_data.use_nla:  # the NLA editor's "Include in NLA evaluation" off: none plays
         return []
-    tracks = [track for track in anim_data.nla_tracks if not track.mute]
-    if any(track.is_solo for track in tracks):
-        tracks = [track for track in tracks if track.is_solo]
+    # A solo track plays alone, muted or not (Blender: "mute doesn't matter" for it); otherwise the unmuted ones.
+    tracks = [track for track in anim_data.nla_tracks if track.is_solo]
+    if not tracks:
+        tracks = [track for track in anim_data.nla_tracks if not track.mute]
     found = []
 
     def visit(strips):

@@ -75,19 +75,21 @@ def test_bake_refuses_an_animated_rotation_mode(blender, keyed):
                    for fcurve in _fcurves(obj))  # the chain keyed nothing
 
 
-@pytest.mark.parametrize("way", ["nla", "driver"])
+@pytest.mark.parametrize("way", ["nla", "muted solo nla", "driver"])
 def test_bake_refuses_a_rotation_mode_played_by_an_nla_strip_or_a_driver(blender, way):
     """The armature's keyed rotation mode pushed down to an NLA strip plays as the action's does, and a driver on it
     changes the mode from frame to frame too: refused, naming where it comes from (the check looks the channel up
     instead of listing a character's thousands of F-curves)."""
     bpy = blender
     obj, chain = arm_with_chain(bpy)
-    if way == "nla":
+    if way != "driver":
         _key_rotation_mode(obj)
         anim_data = obj.animation_data
         track = anim_data.nla_tracks.new()
         track.strips.new("walk", 1, anim_data.action)
         anim_data.action = None
+        # A solo track plays alone even muted (Blender's NLA: "mute doesn't matter" for the solo track).
+        track.mute = track.is_solo = way == "muted solo nla"
         where = r" \(keyed in NLA strip 'walk'\)"
     else:
         driver = obj.driver_add("rotation_mode").driver
