@@ -136,22 +136,25 @@ def test_what_the_keys_alone_do_not_tell_is_read_frame_by_frame(blender, change)
     assert sampling.direct_base(_chain(obj), np.array(FRAMES, dtype=float), bpy.context.scene) is None
 
 
-def _frame_changes(bpy):
-    """A frame_change_post handler counting the frames set; returns (counter list, remove function)."""
+def _bake_counting_frame_changes(bpy, **options):
+    """Bake frames 1-24 from frame 1 (``options``: more of the operator's); returns the frames set meanwhile (a
+    frame_change_post handler counts them)."""
     seen = []
 
     def handler(scene, *_):
         seen.append(scene.frame_current)
+    bpy.context.scene.frame_set(1)
     bpy.app.handlers.frame_change_post.append(handler)
-    return seen, lambda: bpy.app.handlers.frame_change_post.remove(handler)
+    try:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24, **options) == {"FINISHED"}
+    finally:
+        bpy.app.handlers.frame_change_post.remove(handler)
+    return seen
 
 
-@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
-def test_a_bake_under_a_keyed_body_plays_on_target_without_stepping_through_the_frames(blender, output):
-    """The hand's target moves while the hips, spine and shoulder sway, keyed: the bake reads the body from its keys
-    (the scene's frame is not stepped through: it used to evaluate the whole scene on every frame) and every frame
-    plays with the tip on the target and along its up axis."""
-    bpy = blender
+def swaying_body_reaching(bpy):
+    """:func:`_body` swaying a little (uniform scales), its arm's chain 'arm' reaching for an Empty 'Hand' keyed
+    moving and turning over frames 1-24. Returns (object, chain settings, target)."""
     obj = _body(bpy, np.random.default_rng(11), sway=0.1)
     chain = obj.blender_ik.chains.add()
     chain.name, chain.tip_bone = "arm", "b3"
@@ -161,16 +164,26 @@ def test_a_bake_under_a_keyed_body_plays_on_target_without_stepping_through_the_
         target.rotation_euler.z = 0.3 * x
         target.keyframe_insert("location", frame=frame)
         target.keyframe_insert("rotation_euler", frame=frame)
+    return obj, chain, target
+
+
+@pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
+def test_a_bake_under_a_keyed_body_plays_on_target_without_stepping_through_the_frames(blender, output):
+    """The hand's target moves while the hips, spine and shoulder sway, keyed: the bake reads the body from its keys
+    (the scene's frame is not stepped through: it used to evaluate the whole scene on every frame) and every frame
+    plays with the tip on the target and along its up axis."""
+    bpy = blender
+    obj, chain, target = swaying_body_reaching(bpy)
     scene = bpy.context.scene
-    scene.frame_set(1)
-    seen, remove = _frame_changes(bpy)
-    try:
-        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24, output=output) == {"FINISHED"}
-    finally:
-        remove()
+    seen = _bake_counting_frame_changes(bpy, output=output)
     assert len(seen) <= 2, seen  # the bake's own self-check and the frame put back, not one per frame
+    plays_on_target(scene, obj, target, FRAMES)
+
+
+def plays_on_target(scene, obj, target, frames):
+    """Played back at each of ``frames``, the arm's tip is on the target and its last bone along the target's Z."""
     reach = chain_length_world(obj)
-    for frame in FRAMES:
+    for frame in frames:
         scene.frame_set(frame)
         tip, direction = tip_and_direction(obj)
         world = target.matrix_world
@@ -275,12 +288,7 @@ def test_a_bake_reaching_for_a_keyed_control_bone_plays_on_target_without_steppi
         chain.plane, chain.pole = "POLE", prop
     bpy.context.view_layer.objects.active = obj
     scene = bpy.context.scene
-    scene.frame_set(1)
-    seen, remove = _frame_changes(bpy)
-    try:
-        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24) == {"FINISHED"}
-    finally:
-        remove()
+    seen = _bake_counting_frame_changes(bpy)
     assert len(seen) <= 2, seen
     reach = chain_length_world(obj)
     for frame in FRAMES:
@@ -298,27 +306,16 @@ def test_a_driver_counts_only_where_it_drives_the_body_under_the_chain(blender, 
     bake read the base frame by frame. Either way every frame plays on target."""
     from blender_ik_addon import sampling
     bpy = blender
-    obj = _body(bpy, np.random.default_rng(11), sway=0.1)
+    obj, chain, target = swaying_body_reaching(bpy)
     bone = "c2" if driven == "another bone" else "spine"
     obj.pose.bones[bone].rotation_mode = "XYZ"
     driver = obj.pose.bones[bone].driver_add("rotation_euler", 0).driver
     driver.type, driver.expression = "SCRIPTED", "0.01"  # constant: valid without auto-run of Python scripts too
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone = "arm", "b3"
-    target = chain.target = add_empty("Hand", location=(1.2, 0.3, 1.5))
-    for frame, x in ((1, 1.2), (24, 1.0)):
-        target.location.x = x
-        target.keyframe_insert("location", frame=frame)
     target["weight"] = 0.0  # a driven custom property moves nothing by itself
     target.driver_add('["weight"]').driver.expression = "1.0"
     assert (sampling.base_reason(_chain(obj)) == sampling.ANIMATED_ABOVE) == (driven == "another bone")
     scene = bpy.context.scene
-    scene.frame_set(1)
-    seen, remove = _frame_changes(bpy)
-    try:
-        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24) == {"FINISHED"}
-    finally:
-        remove()
+    seen = _bake_counting_frame_changes(bpy)
     assert (len(seen) <= 2) == (driven == "another bone"), seen
     reach = chain_length_world(obj)
     for frame in FRAMES:

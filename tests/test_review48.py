@@ -1,13 +1,10 @@
 """Review 48: a keyed body under IK limbs (an animator baking IK arms and legs on a character animated in FK)."""
-import math
 
 import numpy as np
 import pytest
 
-from rigs import add_empty, chain_length_world, tip_and_direction
-from test_direct_base import FRAMES, _bases_frame_by_frame, _body
-
-from mathutils import Vector  # noqa: E402 (after bpy: rigs imports it)
+from rigs import add_empty
+from test_direct_base import FRAMES, _bases_frame_by_frame, _body, plays_on_target, swaying_body_reaching
 
 
 def _muted_solo_track(obj):
@@ -39,28 +36,14 @@ def test_a_target_played_through_its_nla_is_read_as_blender_plays_it(blender, nl
     off the target."""
     from blender_ik_addon.ops import bake_armature
     bpy = blender
-    obj = _body(bpy, np.random.default_rng(11), sway=0.1)
-    chain = obj.blender_ik.chains.add()
-    chain.name, chain.tip_bone = "arm", "b3"
-    target = chain.target = add_empty("Hand", location=(1.2, 0.3, 1.5))
-    for frame, x in ((1, 1.2), (24, 1.0)):
-        target.location.x = x
-        target.rotation_euler.z = 0.3 * x
-        target.keyframe_insert("location", frame=frame)
-        target.keyframe_insert("rotation_euler", frame=frame)
+    obj, chain, target = swaying_body_reaching(bpy)
     nla(target)
     scene = bpy.context.scene
     scene.frame_set(3)
     result = bake_armature(scene, obj, "ALL", 1, 24)
     reached = [int(frame) for frame in result.frames if frame not in set(result.unreachable)]
     assert len(reached) == len(FRAMES)
-    reach = chain_length_world(obj)
-    for frame in reached:
-        scene.frame_set(frame)
-        tip, direction = tip_and_direction(obj)
-        world = target.matrix_world
-        assert (Vector(tip) - world.translation).length < 1e-5 * reach, frame
-        assert math.degrees(Vector(direction).angle(world.to_3x3() @ Vector((0.0, 0.0, 1.0)))) < 1e-3, frame
+    plays_on_target(scene, obj, target, reached)
 
 
 @pytest.mark.parametrize("nla", [_muted_solo_track, _tweaked_strip_on_a_muted_track])
