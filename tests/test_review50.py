@@ -6,6 +6,7 @@ import pytest
 
 from rigs import add_empty, build_arm, chain_length_world, tip_and_direction
 from scenes import add_bone, new_armature
+from test_panel import draw_panels
 
 from mathutils import Vector  # noqa: E402 (after bpy: rigs imports it)
 
@@ -53,3 +54,31 @@ def test_a_keyed_root_bone_without_local_location_plays_where_blender_poses_it(b
     bpy.context.scene.frame_set(1)
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24) == {"FINISHED"}
     _assert_plays_on_target(bpy, obj, goal, axis)
+
+
+@pytest.mark.parametrize("role", ["target", "pole"])
+def test_a_bone_left_from_a_control_armature_can_be_cleared_in_the_panel(blender, role):
+    """The animator picks a control armature's bone as the target (or pole), then switches to an Empty (a prop): the
+    panel hid the Bone field, which only shows for an armature, while Solve and Bake refused the chain with "clear the
+    target's bone", which nothing in the panel could do. The field shows while it holds a name; cleared there, the
+    chain solves."""
+    bpy = blender
+    controls = new_armature("Controls")
+    add_bone(controls.data, "hand_ctl", (0.9, 0.3, 1.1), (0.9, 0.5, 1.1), None)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    obj = build_arm()
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", add_empty("Hand", location=(0.9, 0.3, 1.1))
+    if role == "pole":
+        chain.plane = "POLE"
+    prop = add_empty("Prop", location=(1.5, 0.0, 1.0) if role == "pole" else (0.9, 0.3, 1.1))
+    setattr(chain, role, controls)
+    setattr(chain, f"{role}_bone", "hand_ctl")
+    setattr(chain, role, prop)  # the panel's field: the Bone field goes, its name stays
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match=f"clear the {role}'s bone"):
+        bpy.ops.blender_ik.solve()
+    drawn = draw_panels(bpy, obj)
+    assert any(kind.startswith("prop") and name == f"{role}_bone" for kind, name in drawn), drawn
+    setattr(chain, f"{role}_bone", "")  # what the field does
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
