@@ -271,11 +271,12 @@ def _keys_posing(armature, bones, armature_fcurves=None):
             animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
             or getattr(animation.action, "use_frame_range", False)):
         return f"'{armature.name}' blends or loops its action"
-    for pose_bone in bones[1:]:
+    for pose_bone in bones:  # a root bone without Local Location moves along the armature's axes, not its own
         bone = pose_bone.bone
-        if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
-            return (f"bone '{bone.name}' does not inherit all of its parent's transform (Inherit Rotation, Inherit "
-                    "Scale Full, Local Location)")
+        if not bone.use_local_location or bone.parent is not None and (
+                bone.inherit_scale != "FULL" or not bone.use_inherit_rotation):
+            return (f"bone '{bone.name}' does not inherit all of its parent's transform, or moves along the armature's "
+                    "axes (Inherit Rotation, Inherit Scale Full, Local Location)")
     modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
     above = tuple(bone_path(name, "") for name in modes)  # a character's action keys every bone: the others go first
     animated, columns = [], {}

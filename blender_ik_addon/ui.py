@@ -50,6 +50,10 @@ def _goal(layout, chain_settings, role):
     obj = getattr(chain_settings, role)
     if obj is not None and obj.type == "ARMATURE":
         layout.prop_search(chain_settings, f"{role}_bone", obj.data, "bones", text="Bone")
+    elif getattr(chain_settings, f"{role}_bone"):  # left from an armature: Solve and Bake ask to clear it here
+        row = layout.row()
+        row.alert = True
+        row.prop(chain_settings, f"{role}_bone", text="Bone")
 
 
 class VIEW3D_PT_blender_ik(bpy.types.Panel):
