@@ -86,11 +86,11 @@ def test_bake_refuses_a_rotation_mode_played_by_an_nla_strip_or_a_driver(blender
         _key_rotation_mode(obj)
         anim_data = obj.animation_data
         track = anim_data.nla_tracks.new()
-        track.strips.new("walk", 1, anim_data.action)
+        strip = track.strips.new("walk", 1, anim_data.action)
         anim_data.action = None
         # A solo track plays alone even muted (Blender's NLA: "mute doesn't matter" for the solo track).
         track.mute = track.is_solo = way == "muted solo nla"
-        where = r" \(keyed in NLA strip 'walk'\)"
+        where = rf" \(keyed in NLA strip '{strip.name}'\)"  # Blender may name it after the action instead
     else:
         driver = obj.driver_add("rotation_mode").driver
         driver.type, driver.expression = "SCRIPTED", "1 if frame < 10 else 0"
