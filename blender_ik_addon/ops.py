@@ -203,6 +203,21 @@ def auto_key(context, pose_bones):
     return keyed
 
 
+def _others_in_pose_mode(context, armature, chains="ALL", done="solved", operator="Solve"):
+    """A report's note of the other armatures in Pose Mode whose enabled chains were left as they were (Solve and Bake
+    act on the active armature, whose chains the panel shows), or ''. ``chains``: the operator's (the active chain is
+    the active armature's)."""
+    if armature.mode != "POSE" or chains != "ALL":
+        return ""
+    others = [obj.name for obj in _objects_in_mode(context, armature)
+              if obj != armature and obj.type == "ARMATURE" and props.selected_chains(obj, "ALL")]
+    if not others:
+        return ""
+    names = ", ".join(map(repr, others))
+    return (f"; {names} (also in Pose Mode) {'were' if len(others) > 1 else 'was'} not {done}: {operator} acts on "
+            f"the active armature, make it active to {operator.lower()} its chains")
+
+
 class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
     """Pose the chains so each tip reaches its target and each last bone points along the target's up axis"""
 
@@ -231,6 +246,7 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
         left = (f"; {len(built)} chain{'s' if len(built) > 1 else ''} with a built rig left to it"
                 f"{'' if len(built) > 1 else ' (' + repr(built[0].name) + ')'}" if built else "")
+        left += _others_in_pose_mode(context, armature, self.chains)
         try:
             keyed = auto_key(context, [pose_bone for _, chain, _ in solved for pose_bone in chain.pose_bones])
         except RuntimeError as error:  # posed as Blender shows it; the keys are what it refused
@@ -1212,7 +1228,7 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
                 allow_shared=self.shared_action, output=self.output)
         finally:
             window_manager.progress_end()
-        self.report({"INFO"}, result.summary())
+        self.report({"INFO"}, result.summary() + _others_in_pose_mode(context, armature, self.chains, "baked", "Bake"))
         return {"FINISHED"}
 
 

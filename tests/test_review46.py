@@ -115,3 +115,33 @@ def test_live_set_from_a_script_on_a_mesh_raises_nothing(blender, capfd):
     assert "Traceback" not in capfd.readouterr().err
     assert tuple(cube.location) == (0.0, 0.0, 0.0)
 
+
+
+@pytest.mark.parametrize("operator", ["solve", "bake"])
+def test_solve_or_bake_with_two_armatures_in_pose_mode_says_which_it_left(blender, capfd, operator):
+    """Two figures in Pose Mode at once (Chains from Selected set up both): Solve All (or Bake All) acts on the active
+    armature's chains, as the panel shows them, and said nothing of the other, whose moved target stayed unreached. It
+    says so now, naming it; its pose is not touched."""
+    from rigs import arm_with_chain, pose_snapshot
+    bpy = blender
+    first, first_chain = arm_with_chain(bpy)
+    second, second_chain = arm_with_chain(bpy)
+    for obj, chain in ((first, first_chain), (second, second_chain)):
+        chain.target.location.x -= 0.1
+        obj.select_set(True)
+    bpy.context.view_layer.objects.active = first
+    bpy.ops.object.mode_set(mode="POSE")
+    assert second.mode == "POSE"
+    untouched = pose_snapshot(second)
+    act = getattr(bpy.ops.blender_ik, operator)
+    done, name = ("solved", "Solve") if operator == "solve" else ("baked", "Bake")
+    capfd.readouterr()
+    assert act(chains="ALL") == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert f"'{second.name}' (also in Pose Mode) was not {done}: {name} acts on the active armature" in out, out
+    assert pose_snapshot(second) == untouched and second.animation_data is None
+    for chains, mode in (("ACTIVE", "POSE"), ("ALL", "OBJECT")):  # the active chain, or the active armature alone
+        bpy.ops.object.mode_set(mode=mode)
+        capfd.readouterr()
+        assert act(chains=chains) == {"FINISHED"}
+        assert "also in Pose Mode" not in capfd.readouterr().out
