@@ -430,10 +430,17 @@ def check_no_animated_posers(chain, played=None):
                              "shorten its Chain Length so that it stops below the chain")
 
 
-def _holds_its_value(fcurve, armature):
-    """The F-curve of a location or scale plays the channel's current value on every frame: its keys all hold it, with
-    no handle off it (a Bezier curve between equal keys bends only through its handles: a segment after a Bezier key
-    uses the next key's left handle whatever that key's interpolation, and linear extrapolation the end handles) and no
+# How far a location (times the chain's length) or a scale may stray from its current value in keys that still hold
+# it: an FBX take (Blender's own FBX export read back in) keys every bone's scale at 1.0 or 1.0000001 (float32 ulps) and
+# its location at a few 1e-8. The tip moves by no more than that, times the chain's length (the self-check allows 1e-4).
+_HELD_TOLERANCE = 1e-6
+
+
+def _holds_its_value(fcurve, armature, tolerance=0.0):
+    """The F-curve of a location or scale plays the channel's current value on every frame: its keys all hold it
+    (within ``tolerance``, with constant extrapolation: a linear one would carry their noise's slope away), with no
+    handle off it (a Bezier curve between equal keys bends only through its handles: a segment after a Bezier key uses
+    the next key's left handle whatever that key's interpolation, and linear extrapolation the end handles) and no
     modifier that plays."""
     points = fcurve.keyframe_points
     if not len(points) or any(not modifier.mute for modifier in fcurve.modifiers):
@@ -442,7 +449,10 @@ def _holds_its_value(fcurve, armature):
         value = armature.path_resolve(fcurve.data_path)[fcurve.array_index]
     except (ValueError, IndexError):
         return False
-    return all(point.co[1] == value == point.handle_left[1] == point.handle_right[1] for point in points)
+    if fcurve.extrapolation != "CONSTANT":
+        tolerance = 0.0
+    return all(abs(point.co[1] - value) <= tolerance and abs(point.handle_left[1] - value) <= tolerance
+               and abs(point.handle_right[1] - value) <= tolerance for point in points)
 
 
 def check_chain_not_animated(chain, fcurves=None):
@@ -473,8 +483,9 @@ def check_chain_not_animated(chain, fcurves=None):
             connected = chain.armature.data.bones[name].use_connect
             for attribute in ("scale",) if connected else ("location", "scale"):
                 # Keyed as it is (Insert Keyframe keys location, rotation and scale by default) is not animated.
-                if fcurve.data_path == bone_path(name, attribute) and not (not where and
-                                                                             _holds_its_value(fcurve, chain.armature)):
+                tolerance = _HELD_TOLERANCE * (float(chain.lengths.sum()) if attribute == "location" else 1.0)
+                if fcurve.data_path == bone_path(name, attribute) and not (
+                        not where and _holds_its_value(fcurve, chain.armature, tolerance)):
                     raise ChainError(f"Bone '{name}' has an animated {attribute}{where}; the bake keys rotations "
                                      f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
