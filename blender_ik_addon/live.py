@@ -21,11 +21,11 @@ touches no ``bpy.data`` (Blender restricts it while add-ons register); the first
 import bpy
 from bpy.app.handlers import persistent
 
-from . import native_rig, props, runtime
-from .chain import (ChainError, CouplingReader, base_rows, chain_names, check_armature_scale, check_evaluated,
-                    check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
-                    goal_constraint_targets, hangs_below, order, pose_chain, read_chain, rendering, set_rotation,
-                    solve_current, verify_pose, with_armature, write_rotations)
+from . import keys, native_rig, props, runtime
+from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, check_armature_scale,
+                    check_evaluated, check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
+                    goal_constraint_targets, hangs_below, order, pose_chain, read_chain, rendering, rotation_path,
+                    rotation_values, set_rotation, solve_current, verify_pose, with_armature, write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -36,6 +36,7 @@ _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
 _looped = {}  # (armature name, chain name) -> why: chains hanging from each other in a loop across armatures (_loops)
+_posed = {}  # (armature name, chain name) -> the rotations its last live solve left on its bones (_replayed)
 # Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
 # made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
 _frame_changes = [0]
@@ -144,6 +145,30 @@ def _read_armature(key, armature, tip_bone, updated):
     read = _armature_inputs(armature, tip_bone)
     _armature_read[key] = when, read
     return read
+
+
+def _rotations(chain):
+    return tuple(rotation_values(pose_bone) for pose_bone in chain.pose_bones)
+
+
+def _replayed(armature, key, updated):
+    """Whether Blender played the chain's keys again since its last live solve, with no frame change: a key of the
+    armature edited (the spine's, in the Graph Editor or the Dope Sheet) evaluates its whole action again, which puts
+    keyed chain bones back on their keys (Solve with Auto Keying keys them) while no input Live compares changed. Read
+    only when the update lists the armature (``updated``: see :func:`_read_armature`). A bone turned by hand has no
+    keys to replay unless it is keyed; then it is solved again, as at a frame change."""
+    if updated is not None and armature.as_pointer() not in updated:
+        return False
+    posed = _posed.get(key)
+    chain = _validated.get(key)
+    if posed is None or chain is None:
+        return False
+    chain = with_armature(chain, armature)
+    if _rotations(chain) == posed:
+        return False
+    return any(not keys.is_muted(fcurve) for pose_bone, values in zip(chain.pose_bones, posed)
+               for index in range(len(values)) for fcurve, _ in keys.played_channel(
+                   armature, bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)), index))
 
 
 def _live_chains(armature):
@@ -258,7 +283,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         inputs = _inputs(armature, spec, scene, _read_armature(key, armature, spec.tip_bone, updated))
         last = _last_inputs.get(key)
         same_validation = last is not None and last[0] == inputs[0]  # compared once: it holds the chain's bones
-        if not force and same_validation and last[1] == inputs[1]:
+        if not force and same_validation and last[1] == inputs[1] and not _replayed(armature, key, updated):
             if key in _validated:
                 idle.append((spec, key, inputs))
             continue
@@ -322,6 +347,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 continue
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
             _validated[key] = chain
+            _posed[key] = _rotations(chain)
             posed += 1
             motion = inputs_of[spec][1]
             if not depth and (_matrix(spec.target, spec.target_bone) != motion[2] or (
@@ -392,7 +418,7 @@ def rescan():
     props.follow_renames()
     _live.clear()
     _live.update(obj.name for obj in bpy.data.objects if obj.library is None and _has_live(obj))
-    for cache in (_last_inputs, _armature_read):
+    for cache in (_last_inputs, _armature_read, _posed):
         for key in [key for key in cache if key[0] not in _live]:
             del cache[key]
     _stale[0] = False
@@ -546,6 +572,7 @@ def on_data_replaced(*_args):
     _stale[0] = True
     _last_inputs.clear()
     _validated.clear()
+    _posed.clear()
     _bases.clear()
     _armature_read.clear()
     _view_layers.clear()
