@@ -147,10 +147,6 @@ def _read_armature(key, armature, tip_bone, updated):
     return read
 
 
-def _rotations(chain):
-    return tuple(rotation_values(pose_bone) for pose_bone in chain.pose_bones)
-
-
 def _replayed(armature, key, updated):
     """Whether Blender played the chain's keys again since its last live solve, with no frame change: a key of the
     armature edited (the spine's, in the Graph Editor or the Dope Sheet) evaluates its whole action again, which puts
@@ -164,11 +160,18 @@ def _replayed(armature, key, updated):
     if posed is None or chain is None:
         return False
     chain = with_armature(chain, armature)
-    if _rotations(chain) == posed:
+    if all(name in posed and _holds(rotation_values(pose_bone), posed[name])
+           for name, pose_bone in zip(chain.names, chain.pose_bones)):
         return False
-    return any(not keys.is_muted(fcurve) for pose_bone, values in zip(chain.pose_bones, posed)
-               for index in range(len(values)) for fcurve, _ in keys.played_channel(
+    return any(not keys.is_muted(fcurve) for pose_bone in chain.pose_bones
+               for index in range(len(rotation_values(pose_bone))) for fcurve, _ in keys.played_channel(
                    armature, bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)), index))
+
+
+def _holds(values, written):
+    """Whether a bone's rotation ``values`` (as Blender stores them) are the ``written`` ones (mathutils values, float32
+    like Blender's, or an axis-angle's angle in float64, which Blender rounds to float32)."""
+    return len(values) == len(written) and all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in zip(values, written))
 
 
 def _live_chains(armature):
@@ -323,8 +326,11 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             except ChainError as error:
                 errors[spec] = str(error)
                 continue
-            before = pose_chain(chain, solve.rotations[0], writes)
-            solved.append((spec, chain, solve, before))
+            own = {}
+            before = pose_chain(chain, solve.rotations[0], own)
+            for attribute, values in own.items():
+                writes.setdefault(attribute, []).extend(values)
+            solved.append((spec, chain, solve, before, own))
         if not solved:
             continue
         write_rotations(armature, writes)  # the level's chains at once
@@ -332,7 +338,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         # evaluation is the one Blender would run anyway after this handler to show the new pose.
         evaluate_now()
         refused = False
-        for spec, chain, solve, before in solved:
+        for spec, chain, solve, before, own in solved:
             key = (armature.name, spec.label)
             _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
             try:
@@ -347,7 +353,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 continue
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
             _validated[key] = chain
-            _posed[key] = _rotations(chain)
+            _posed[key] = {name: value for values in own.values() for name, value in values}  # as written
             posed += 1
             motion = inputs_of[spec][1]
             if not depth and (_matrix(spec.target, spec.target_bone) != motion[2] or (
