@@ -1115,14 +1115,15 @@ def _check_goals_not_live(scene, armature, specs):
 def _left_following(armature, specs):
     """The armature's enabled chains not among ``specs`` (those baked) that hang below a baked chain, or whose target or
     pole does, or follows one through constraints or drivers (as chain.order counts them): their keys were solved on
-    the baked chains' old pose, so they play off their goals until they are baked too."""
+    the baked chains' old pose, so they play off their goals until they are baked too. A live chain is not one: Live
+    solves it after the baked chains play, on their new pose."""
     baked = [_tip(armature, spec.tip_bone) for spec in specs]
     firsts = [chain[0] for chain in baked if chain is not None]
     tips = {chain[2] for chain in baked if chain is not None}
     reader, found = CouplingReader(), []
     for chain_settings in props.selected_chains(armature):
         chain = _tip(armature, chain_settings.tip_bone)
-        if chain is None or chain[2] in tips:
+        if chain is None or chain[2] in tips or chain_settings.live:  # a live one is solved on the pose played
             continue
         spec = props.chain_spec(chain_settings)
         moved = [(obj, bone_name) for _, obj, bone_name in spec.goals()] + [(armature, chain[0])]
