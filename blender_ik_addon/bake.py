@@ -57,7 +57,8 @@ class BakeResult:
     live_turned_off: list = field(default_factory=list)  # chains whose Live the operator turned off
     rigs_muted: list = field(default_factory=list)  # chains whose built rig the operator muted
     rigs_linked: bool = False  # those rigs' bones are a library's: Build Rig unmutes them, cannot rebuild them
-    left_following: list = field(default_factory=list)  # chains not baked that follow the baked ones (see ops)
+    # Chains not baked that follow the baked ones: (armature name, or None for the baked one's; chain name) (see ops)
+    left_following: list = field(default_factory=list)
     output: str = "KEYS"  # what was written: one of OUTPUTS
 
     @property
@@ -86,7 +87,8 @@ class BakeResult:
             text += f"; Live turned off on {', '.join(self.live_turned_off)} so the keys drive the pose"
         if self.left_following:  # their keys were solved on the baked chains' old pose
             one = len(self.left_following) == 1
-            text += (f"; {', '.join(self.left_following)} follow{'s' if one else ''} the baked chains and "
+            names = [name if owner is None else f"{name} (armature '{owner}')" for owner, name in self.left_following]
+            text += (f"; {', '.join(names)} follow{'s' if one else ''} the baked chains and "
                      f"{'was' if one else 'were'} not baked: bake {'it' if one else 'them'} too, or "
                      f"{'its' if one else 'their'} keys play off {'its' if one else 'their'} goals")
         if self.rigs_muted:

@@ -1112,26 +1112,30 @@ def _check_goals_not_live(scene, armature, specs):
                                      "pose it), or turn its Live off", spec.label)
 
 
-def _left_following(armature, specs):
-    """The armature's enabled chains not among ``specs`` (those baked) that hang below a baked chain, or whose target or
-    pole does, or follows one through constraints or drivers (as chain.order counts them): their keys were solved on
-    the baked chains' old pose, so they play off their goals until they are baked too. A live chain is not one: Live
-    solves it after the baked chains play, on their new pose."""
+def _left_following(scene, armature, specs):
+    """The enabled chains not among ``specs`` (those baked) that hang below a baked chain, or whose target or pole does,
+    or follows one through constraints or drivers (as chain.order counts them), as ``(armature name, chain name)``
+    with None for ``armature``'s own: the armature's chains, and the scene's other armatures' (a prop rig reaching for
+    the baked hand). Their keys were solved on the baked chains' old pose, so they play off their goals until they are
+    baked too. A live chain is not one: Live solves it after the baked chains play, on their new pose."""
     baked = [_tip(armature, spec.tip_bone) for spec in specs]
     firsts = [chain[0] for chain in baked if chain is not None]
     tips = {chain[2] for chain in baked if chain is not None}
     reader, found = CouplingReader(), []
-    for chain_settings in props.selected_chains(armature):
-        chain = _tip(armature, chain_settings.tip_bone)
-        if chain is None or chain[2] in tips or chain_settings.live:  # a live one is solved on the pose played
-            continue
-        spec = props.chain_spec(chain_settings)
-        moved = [(obj, bone_name) for _, obj, bone_name in spec.goals()] + [(armature, chain[0])]
-        moved += followed_targets(goal_constraint_targets(spec, reader) + reader.bone_targets(armature, chain[0]),
-                                  reader)
-        if any(obj is not None and hangs_below(armature, first, obj, bone_name) is not None
-               for obj, bone_name in moved for first in firsts):
-            found.append(spec.label)
+    owners = [armature] + [obj for obj in scene.objects if obj != armature and obj.type == "ARMATURE"
+                           and obj.library is None and len(obj.blender_ik.chains)]
+    for owner in owners:
+        for chain_settings in props.selected_chains(owner):
+            chain = _tip(owner, chain_settings.tip_bone)
+            if chain is None or (owner == armature and chain[2] in tips) or chain_settings.live:
+                continue  # (a live one is solved on the pose played)
+            spec = props.chain_spec(chain_settings)
+            moved = [(obj, bone_name) for _, obj, bone_name in spec.goals()] + [(owner, chain[0])]
+            moved += followed_targets(goal_constraint_targets(spec, reader) + reader.bone_targets(owner, chain[0]),
+                                      reader)
+            if any(obj is not None and hangs_below(armature, first, obj, bone_name) is not None
+                   for obj, bone_name in moved for first in firsts):
+                found.append((None if owner == armature else owner.name, spec.label))
     return found
 
 
@@ -1182,7 +1186,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     result.rigs_muted = [name for name in muted.names if muted.muted[name]]  # a rig whose constraints are gone: none
     result.rigs_linked = armature.data.library is not None or armature.data.override_library is not None
     pin_tip_bones(chosen, {chain.spec: chain.bones[2] for chain in result.chains})
-    result.left_following = _left_following(armature, specs)
+    result.left_following = _left_following(scene, armature, specs)
     bones = {name for chain in result.chains for name in chain.bones}
     for chain_settings in armature.blender_ik.chains:
         if chain_settings.live and chain_settings.tip_bone in bones:

@@ -440,10 +440,13 @@ def _holds_its_value(fcurve, armature, tolerance=0.0):
     """The F-curve of a location or scale plays the channel's current value on every frame: its keys all hold it
     (within ``tolerance``, with constant extrapolation: a linear one would carry their noise's slope away), with no
     handle off it (a Bezier curve between equal keys bends only through its handles: a segment after a Bezier key uses
-    the next key's left handle whatever that key's interpolation, and linear extrapolation the end handles) and no
+    the next key's left handle whatever that key's interpolation, and linear extrapolation the end handles), no
+    Elastic segment (it swings by its own amplitude between equal keys: a scale of 1 played from 0.45 to 1.27) and no
     modifier that plays."""
     points = fcurve.keyframe_points
     if not len(points) or any(not modifier.mute for modifier in fcurve.modifiers):
+        return False
+    if any(point.interpolation == "ELASTIC" for point in list(points)[:-1]):  # the last key's starts no segment
         return False
     try:
         value = armature.path_resolve(fcurve.data_path)[fcurve.array_index]

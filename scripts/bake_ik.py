@@ -542,6 +542,12 @@ def _bake_scene(bpy, scene, args, path):
             where = (f" (view layer '{bpy.context.view_layer.name}' of scene '{scene.name}'; --view-layer names "
                      "another)" if "view layer" in str(error) else "")
             raise UserError(f"{path}: armature '{armature.name}': {error}{where}") from None
+    # A chain of another armature that follows a baked one is named by that bake unless this run baked it too (after
+    # it: _in_dependency_order).
+    baked = {(armature.name, chain.name) for armature, result in results for chain in result.chains}
+    for _, result in results:
+        result.left_following = [(owner, name) for owner, name in result.left_following
+                                 if owner is None or (owner, name) not in baked]
     return start, end, results
 
 
