@@ -7,13 +7,10 @@ from rigs import arm_and_chain_beside, tips_off
 from mathutils import Vector  # noqa: E402 (after bpy: rigs imports it)
 
 
-@pytest.mark.parametrize("how", ["active", "named"])
-def test_a_bake_that_leaves_out_a_chain_reaching_for_a_prop_in_the_baked_hand_names_it(blender, how):
-    """Chain B reaches for a prop held in chain A's hand (an Empty parented to A's tip). The animator tweaks A's target
-    and bakes A alone (Bake Active, or ``bake_ik.py --chain A``): A's new keys carry the prop away, and B's keys, solved
-    on A's old pose, play off it. The bake's report said nothing of B; it now names it."""
-    from blender_ik_addon.ops import bake_armature
-    bpy = blender
+def prop_in_a_hand(bpy):
+    """rigs.arm_and_chain_beside, chain A solved onto its target, and B's target made a prop held in A's hand (an Empty
+    parented to A's tip bone b3, beside A's target); A's target keyed moving over frames 1-20. Returns (object, A's
+    target, the prop)."""
     obj, (target_a, prop) = arm_and_chain_beside(bpy)
     obj.blender_ik.active_chain_index = 0
     assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}  # A's hand on its target, where B reaches
@@ -24,6 +21,17 @@ def test_a_bake_that_leaves_out_a_chain_reaching_for_a_prop_in_the_baked_hand_na
     for frame, x in ((1, 0.9), (20, 0.8)):
         target_a.location.x = x
         target_a.keyframe_insert("location", frame=frame)
+    return obj, target_a, prop
+
+
+@pytest.mark.parametrize("how", ["active", "named"])
+def test_a_bake_that_leaves_out_a_chain_reaching_for_a_prop_in_the_baked_hand_names_it(blender, how):
+    """Chain B reaches for a prop held in chain A's hand (an Empty parented to A's tip). The animator tweaks A's target
+    and bakes A alone (Bake Active, or ``bake_ik.py --chain A``): A's new keys carry the prop away, and B's keys, solved
+    on A's old pose, play off it. The bake's report said nothing of B; it now names it."""
+    from blender_ik_addon.ops import bake_armature
+    bpy = blender
+    obj, target_a, prop = prop_in_a_hand(bpy)
     scene = bpy.context.scene
     assert bake_armature(scene, obj, "ALL", 1, 20).summary().endswith("all in reach")
     assert max(tips_off(bpy, obj, (target_a, prop))) < 1e-6

@@ -1,9 +1,8 @@
 """Review 55: the README's sentences of the day, done as written and judged by what Blender shows."""
 import pytest
 
-from rigs import arm_and_chain_beside, tips_off
-
-from mathutils import Vector  # noqa: E402 (after bpy: rigs imports it)
+from rigs import tips_off
+from test_review52 import prop_in_a_hand
 
 
 @pytest.mark.parametrize("how", ["active", "named"])
@@ -14,16 +13,7 @@ def test_a_bake_that_leaves_out_a_live_chain_following_the_baked_hand_does_not_n
     out of that note."""
     from blender_ik_addon.ops import bake_armature
     bpy = blender
-    obj, (target_a, prop) = arm_and_chain_beside(bpy)
-    obj.blender_ik.active_chain_index = 0
-    assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
-    world = prop.matrix_world.copy()
-    world.translation = target_a.location + Vector((0.1, 0.1, 0.0))
-    prop.parent, prop.parent_type, prop.parent_bone = obj, "BONE", "b3"
-    prop.matrix_world = world
-    for frame, x in ((1, 0.9), (20, 0.8)):
-        target_a.location.x = x
-        target_a.keyframe_insert("location", frame=frame)
+    obj, target_a, prop = prop_in_a_hand(bpy)
     obj.blender_ik.chains["B"].live = True
     scene = bpy.context.scene
     result = (bake_armature(scene, obj, "ACTIVE", 1, 20) if how == "active"
