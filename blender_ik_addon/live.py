@@ -596,6 +596,12 @@ def on_load(*_args):
     with runtime.paused():
         props.migrate_all()
         props.follow_renames()
+    # The file's first evaluation calls no update handler: a keyed live chain (Solve with Auto Keying keyed it) would
+    # show its keys, off its target, until something moved. Evaluated here, it is solved on the pose Blender plays.
+    scene = bpy.context.scene
+    if scene is not None and any(obj.library is None and _has_live(obj) for obj in scene.objects):
+        evaluate_now()
+        follow(scene, view_layer=bpy.context.view_layer)
 
 
 def live_changed(armature, chain_settings=None):
