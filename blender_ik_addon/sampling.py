@@ -306,16 +306,21 @@ def _posed(armature, bones, frames, keyed, keep_data, poses):
     known = max((index for index, pose_bone in enumerate(bones) if (pointer, pose_bone.name) in poses), default=-1)
     needed = {pose_bone.name for pose_bone in bones[known + 1:]}
     used = [column for (name, _, _), column in columns.items() if name in needed]
-    samples = (_evaluate([animated[column] for column in used], np.asarray(frames, dtype=np.float64), keep_data)
-               if used else None)
-    where = {column: index for index, column in enumerate(used)}
+    # Curves that _prefetch_poses sampled for all the chains of a bake are not sampled again: each sampling of an
+    # action's curves copies the whole action (fcurves.evaluate_many), so one per chain grows with chains × keys.
+    sampled = poses.get(("curves", pointer), {})
+    unsampled = [column for column in used if animated[column].as_pointer() not in sampled]
+    samples = (_evaluate([animated[column] for column in unsampled], np.asarray(frames, dtype=np.float64), keep_data)
+               if unsampled else None)
+    where = {column: index for index, column in enumerate(unsampled)}
 
     def channel(pose_bone, attribute):
         values = np.tile(np.array(tuple(getattr(pose_bone, attribute)), dtype=np.float64), (count, 1))
         for index in range(values.shape[1]):
             column = columns.get((pose_bone.name, attribute, index))
             if column is not None:
-                values[:, index] = samples[:, where[column]]
+                values[:, index] = (samples[:, where[column]] if column in where
+                                    else sampled[animated[column].as_pointer()])
         return values
 
     pose = poses[(pointer, bones[known].name)] if known >= 0 else None
@@ -398,6 +403,23 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, po
         location[:3, 3] = tuple(first.location)
         offset = offset @ location
     return (parent.reshape(-1, 4) @ offset).reshape(len(frames), 4, 4)
+
+
+def _prefetch_poses(armature, chains, frames, armature_fcurves, keep_data, poses):
+    """Sample at once the keys of the bones above ``chains`` (those direct_base composes) into ``poses`` for
+    :func:`_posed`: a centipede's hundred legs under one keyed spine sample its action once, not once per leg. Nothing
+    where those bones' keys cannot pose them (direct_base finds why, chain by chain)."""
+    bones = {}
+    for chain in chains:
+        above = _bone_and_parents(armature, chain.pose_bones[0].parent.name)
+        bones.update((pose_bone.name, pose_bone) for pose_bone in above)
+    keyed = _keys_posing(armature, list(bones.values()), armature_fcurves) if bones else None
+    if keyed is None or isinstance(keyed, str) or not keyed[0]:
+        return
+    animated = keyed[0]
+    samples = _evaluate(animated, np.asarray(frames, dtype=np.float64), keep_data)
+    poses.setdefault(("curves", armature.as_pointer()), {}).update(
+        (fcurve.as_pointer(), samples[:, column]) for column, fcurve in enumerate(animated))
 
 
 def _played(armature, fcurves=None):
@@ -570,8 +592,12 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
     armature_fcurves = keys.object_fcurves(armature)
+    base_reasons = [moving_bases.get(index) or base_reason(chain, armature_fcurves)
+                    for index, (_, chain) in enumerate(chains)]
+    _prefetch_poses(armature, [chain for (_, chain), reason in zip(chains, base_reasons) if reason == ANIMATED_ABOVE],
+                    frames, armature_fcurves, keep_data, poses)
     for index, (_, chain) in enumerate(chains):
-        reason = moving_bases.get(index) or base_reason(chain, armature_fcurves)
+        reason = base_reasons[index]
         if reason is None:
             bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
             continue
