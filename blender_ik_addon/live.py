@@ -36,7 +36,7 @@ _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
 _looped = {}  # (armature name, chain name) -> why: chains hanging from each other in a loop across armatures (_loops)
-_posed = {}  # (armature name, chain name) -> the rotations its last live solve left on its bones (_replayed)
+_posed = {}  # (armature name, chain name) -> {bone name: the rotation its last live solve wrote} (_replayed)
 # Frame changes seen: each evaluates the animation again, keys on the chain's bones included (a chain baked and then
 # made live again), even to the same frame (set twice, or a subframe: motion blur), so each one re-solves.
 _frame_changes = [0]
