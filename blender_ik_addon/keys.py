@@ -107,14 +107,18 @@ def _assigned_channelbags(obj):
     return bags
 
 
+def _action_fcurve_lists(obj):
+    """The F-curve collections through which ``obj``'s assigned action animates it: its slot's channelbags (4.4+), or
+    the action's F-curves."""
+    if _LAYERED:
+        return [bag.fcurves for bag in _assigned_channelbags(obj)]
+    anim_data = obj.animation_data
+    return [] if anim_data is None or anim_data.action is None else [anim_data.action.fcurves]
+
+
 def object_fcurves(obj):
     """The F-curves that animate ``obj`` itself through its assigned action (a list, maybe empty)."""
-    if _LAYERED:
-        return [fcurve for bag in _assigned_channelbags(obj) for fcurve in bag.fcurves]
-    anim_data = obj.animation_data
-    if anim_data is None or anim_data.action is None:
-        return []
-    return list(anim_data.action.fcurves)
+    return [fcurve for fcurves in _action_fcurve_lists(obj) for fcurve in fcurves]
 
 
 def action_fcurves(action):
@@ -557,10 +561,7 @@ def played_channel(id_data, data_path, index=0):
     anim_data = id_data.animation_data
     if anim_data is None:
         return []
-    if _LAYERED:
-        lists = [(bag.fcurves, "") for bag in _assigned_channelbags(id_data)]
-    else:
-        lists = [(anim_data.action.fcurves, "")] if anim_data.action is not None else []
+    lists = [(fcurves, "") for fcurves in _action_fcurve_lists(id_data)]
     lists += [(fcurves, f" (keyed in NLA strip '{strip}')") for fcurves, strip in _nla_fcurve_lists(id_data)]
     lists.append((anim_data.drivers, " (driven)"))
     return [(fcurve, where) for fcurves, where in lists

@@ -259,6 +259,12 @@ def _bone_and_parents(armature, bone_name):
     return bones
 
 
+def _inherits_fully(bone):
+    """Whether the bone takes all of its parent's transform (Inherit Rotation, Inherit Scale Full): its pose is its
+    parent's times its own, a plain product."""
+    return bone.inherit_scale == "FULL" and bone.use_inherit_rotation
+
+
 def _keys_posing(armature, bones, armature_fcurves=None):
     """What of ``armature``'s keys poses ``bones`` (a bone and its parents, from the root down), as ``(F-curves,
     {(bone name, attribute, index): column})``: their location, rotation (in the bone's mode) and scale; or why
@@ -273,8 +279,7 @@ def _keys_posing(armature, bones, armature_fcurves=None):
         return f"'{armature.name}' blends or loops its action"
     for pose_bone in bones:  # a root bone without Local Location moves along the armature's axes, not its own
         bone = pose_bone.bone
-        if not bone.use_local_location or bone.parent is not None and (
-                bone.inherit_scale != "FULL" or not bone.use_inherit_rotation):
+        if not bone.use_local_location or bone.parent is not None and not _inherits_fully(bone):
             return (f"bone '{bone.name}' does not inherit all of its parent's transform, or moves along the armature's "
                     "axes (Inherit Rotation, Inherit Scale Full, Local Location)")
     modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
@@ -389,7 +394,7 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, po
         return None
     first = chain.pose_bones[0]
     bone = first.bone
-    if bone.inherit_scale != "FULL" or not bone.use_inherit_rotation or not bone.use_local_location:
+    if not _inherits_fully(bone) or not bone.use_local_location:
         return None
     bones = _bone_and_parents(armature, first.parent.name)
     keyed = _keys_posing(armature, bones, armature_fcurves)
