@@ -407,12 +407,12 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
-    fcurves = keys.object_fcurves(armature)
+    curves, still = sampling.PlayedCurves(armature), set()
     for level in levels:
         for spec, chain in level:
             try:
-                sampling.check_chain_not_animated(chain, fcurves)
-                sampling.check_rotation_modes_still(spec, chain)
+                sampling.check_chain_not_animated(chain, curves)
+                sampling.check_rotation_modes_still(spec, chain, still)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))

@@ -12,6 +12,7 @@ Two ways, giving the same matrices:
 The chain's base ``A₁`` (armature space) is constant unless something animates the bones above the
 chain or the first bone's location/scale, or constraints or drivers could; then it is read per frame.
 """
+import re
 from dataclasses import dataclass
 
 import bpy
@@ -19,7 +20,7 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, _bone_of_path, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
+from .chain import (ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
                     goal_world, matrix_array, posers, rotation_path, uniform_scale)
 
 
@@ -216,9 +217,9 @@ def animated_bone_settings(armature, names):
             if fcurve.data_path in paths and not _is_muted(fcurve)]
 
 
-def base_reason(chain, fcurves=None):
-    """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``fcurves``: the
-    armature's F-curves (keys.object_fcurves), when the caller has them."""
+def base_reason(chain, curves=None):
+    """Why the chain's base A₁ may change from frame to frame, or None when it is constant. ``curves``: the
+    armature's :class:`PlayedCurves`, when the caller has them."""
     armature = chain.armature
     pose_bone = chain.pose_bones[0]
     ancestors = []
@@ -239,9 +240,9 @@ def base_reason(chain, fcurves=None):
     for owner, constraint, bone_name in posers(armature, {bone.name for bone in ancestors}):
         return (f"bone '{bone_name}' above the chain is posed by the {constraint.type.replace('_', ' ')} constraint of "
                 f"bone '{owner.name}'")
-    above = tuple(bone_path(bone.name, "") for bone in ancestors)
-    for fcurve in (keys.object_fcurves(armature) if fcurves is None else fcurves) if above else ():
-        if fcurve.data_path.startswith(above) and not _is_muted(fcurve):
+    curves = PlayedCurves(armature) if curves is None else curves
+    for fcurve, _ in curves.of_bones([bone.name for bone in ancestors], action_only=True):
+        if not _is_muted(fcurve):
             return ANIMATED_ABOVE
     return None
 
@@ -254,9 +255,9 @@ def _bone_and_parents(armature, bone_name):
     """Pose bone ``bone_name`` and its parents, from the root down."""
     bones, pose_bone = [], armature.pose.bones[bone_name]
     while pose_bone is not None:
-        bones.insert(0, pose_bone)
+        bones.append(pose_bone)
         pose_bone = pose_bone.parent
-    return bones
+    return bones[::-1]
 
 
 def _inherits_fully(bone):
@@ -265,13 +266,14 @@ def _inherits_fully(bone):
     return bone.inherit_scale == "FULL" and bone.use_inherit_rotation
 
 
-def _keys_posing(armature, bones, armature_fcurves=None):
+def _keys_posing(armature, bones, curves=None):
     """What of ``armature``'s keys poses ``bones`` (a bone and its parents, from the root down), as ``(F-curves,
     {(bone name, attribute, index): column})``: their location, rotation (in the bone's mode) and scale; or why
     Blender's pose of them is more than the product of those keys (a string): a bone that does not inherit fully from
     its parent (Inherit Rotation, Inherit Scale Full, Local Location), another of their settings keyed (a rotation
     mode, a B-Bone setting), an action that blends or loops. Constraints, drivers, NLA and other bones' IK are
-    :func:`bone_reason`'s and :func:`base_reason`'s."""
+    :func:`bone_reason`'s and :func:`base_reason`'s. ``curves``: the armature's :class:`PlayedCurves`, when the caller
+    has them."""
     animation = armature.animation_data
     if animation is not None and animation.action is not None and (
             animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
@@ -283,15 +285,12 @@ def _keys_posing(armature, bones, armature_fcurves=None):
             return (f"bone '{bone.name}' does not inherit all of its parent's transform, or moves along the armature's "
                     "axes (Inherit Rotation, Inherit Scale Full, Local Location)")
     modes = {pose_bone.name: pose_bone.rotation_mode for pose_bone in bones}
-    above = tuple(bone_path(name, "") for name in modes)  # a character's action keys every bone: the others go first
     animated, columns = [], {}
-    for fcurve in keys.object_fcurves(armature) if armature_fcurves is None else armature_fcurves:
+    curves = PlayedCurves(armature) if curves is None else curves
+    for fcurve, _, name in curves.of_bones(modes, action_only=True, named=True):
+        if _is_muted(fcurve) or fcurves.is_empty(fcurve):
+            continue
         path = fcurve.data_path
-        if not path.startswith(above):
-            continue
-        name = _bone_of_path(path)
-        if name not in modes or _is_muted(fcurve) or fcurves.is_empty(fcurve):
-            continue
         attribute = path[len(bone_path(name, "")):]
         if attribute in ("location", "scale", rotation_path(modes[name])):
             columns[(name, attribute, fcurve.array_index)] = len(animated)
@@ -381,12 +380,12 @@ def bone_poses(armature, bone_name, frames, keep_data=False, poses=None):
     return _posed(armature, bones, frames, _keys_posing(armature, bones), keep_data, {} if poses is None else poses)
 
 
-def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, poses=None):
+def direct_base(chain, frames, scene, curves=None, keep_data=False, poses=None):
     """(F, 4, 4) ``A₁`` (see chain.base_rows) over ``frames``, composed from the keys of the bones above the chain
     (:func:`bone_poses`): the parent's pose times the first bone's rest relative to it, times its location. For
     :func:`base_reason`'s ``ANIMATED_ABOVE`` only, where nothing but the action's keys poses those bones. None where
     Blender would do more (see :func:`_keys_posing`; an Inherit Scale other than Full on the first bone, a remapped
-    scene): read frame by frame then. ``armature_fcurves``: keys.object_fcurves of the armature; ``keep_data``: see
+    scene): read frame by frame then. ``curves``: the armature's :class:`PlayedCurves`; ``keep_data``: see
     :func:`sample`; ``poses``: see :func:`_posed`. The scene's frame never changes: a keyed body under a character's
     limbs costs what its keys cost, not a scene evaluation per frame."""
     armature = chain.armature
@@ -397,7 +396,7 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, po
     if not _inherits_fully(bone) or not bone.use_local_location:
         return None
     bones = _bone_and_parents(armature, first.parent.name)
-    keyed = _keys_posing(armature, bones, armature_fcurves)
+    keyed = _keys_posing(armature, bones, curves)
     if isinstance(keyed, str):
         return None
     parent = _posed(armature, bones, frames, keyed, keep_data, {} if poses is None else poses)
@@ -410,7 +409,7 @@ def direct_base(chain, frames, scene, armature_fcurves=None, keep_data=False, po
     return (parent.reshape(-1, 4) @ offset).reshape(len(frames), 4, 4)
 
 
-def _prefetch_poses(armature, chains, frames, armature_fcurves, keep_data, poses):
+def _prefetch_poses(armature, chains, frames, curves, keep_data, poses):
     """Sample at once the keys of the bones above ``chains`` (those direct_base composes) into ``poses`` for
     :func:`_posed`: a centipede's hundred legs under one keyed spine sample its action once, not once per leg. Nothing
     where those bones' keys cannot pose them (direct_base finds why, chain by chain)."""
@@ -418,7 +417,7 @@ def _prefetch_poses(armature, chains, frames, armature_fcurves, keep_data, poses
     for chain in chains:
         above = _bone_and_parents(armature, chain.pose_bones[0].parent.name)
         bones.update((pose_bone.name, pose_bone) for pose_bone in above)
-    keyed = _keys_posing(armature, list(bones.values()), armature_fcurves) if bones else None
+    keyed = _keys_posing(armature, list(bones.values()), curves) if bones else None
     if keyed is None or isinstance(keyed, str) or not keyed[0]:
         return
     animated = keyed[0]
@@ -427,27 +426,49 @@ def _prefetch_poses(armature, chains, frames, armature_fcurves, keep_data, poses
         (fcurve.as_pointer(), samples[:, column]) for column, fcurve in enumerate(animated))
 
 
-def _played(armature, fcurves=None):
-    """The F-curves that play on ``armature`` (its action's, or ``fcurves``, and its NLA strips'), each with where it
-    is keyed, for messages."""
-    if fcurves is None:
-        fcurves = keys.object_fcurves(armature)
-    played = [(fcurve, "") for fcurve in fcurves]
-    return played + [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(armature)]
+# The bone a pose bone's property path is about (its name as the path escapes it), and its attribute after the dot.
+_BONE_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]\.')
 
 
-def check_no_animated_posers(chain, played=None):
+class PlayedCurves:
+    """The F-curves that play on an armature (its action's, as keys.object_fcurves lists them, then its NLA strips'),
+    each with where it is keyed (for messages), listed once and found by bone: a character's action holds thousands,
+    and each chain of a bake looks at a few bones' (a centipede's 200 legs under a keyed spine: each chain went
+    through every F-curve of the armature, and a bake grew with the square of its legs, 1.2 s at 200 and 7.6 s at
+    400)."""
+
+    def __init__(self, armature):
+        self.action = keys.object_fcurves(armature)
+        self.played = [(fcurve, "") for fcurve in self.action]
+        self.played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(armature)]
+        self._by_bone = {}  # the bone's name as paths escape it -> the indices of its F-curves in self.played
+        for index, (fcurve, _) in enumerate(self.played):
+            match = _BONE_PATH.match(fcurve.data_path)
+            if match is not None:
+                self._by_bone.setdefault(match.group(1), []).append(index)
+
+    def of_bones(self, names, action_only=False, named=False):
+        """The ``(F-curve, where)`` of :attr:`played` whose paths are the properties of the pose bones ``names``
+        (``pose.bones["name"].…``), in their order there; ``action_only``: the action's only; ``named``: each with its
+        bone's name after them."""
+        end = len(self.action) if action_only else len(self.played)
+        found = sorted((index, name) for name in set(names)
+                       for index in self._by_bone.get(escape_identifier(name), ()) if index < end)
+        return [self.played[index] + (name,) if named else self.played[index] for index, name in found]
+
+
+def check_no_animated_posers(chain, curves=None):
     """Refuse another bone's IK or Spline IK whose chain reaches into this one (it poses its bones as their own
     constraint would) with keyed or driven settings: it acts on other frames than the one the chain was validated on
-    (an IK/FK blend at influence 0, or muted, now). A bake and a built rig play every frame. ``played``: see
-    :func:`_played`."""
-    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
-                   for owner, constraint, _ in posers(chain.armature, set(chain.names))
-                   if owner.name not in chain.names)
-    if not posing:
+    (an IK/FK blend at influence 0, or muted, now). A bake and a built rig play every frame. ``curves``: the
+    armature's :class:`PlayedCurves`, when the caller has them."""
+    found = [(owner, constraint) for owner, constraint, _ in posers(chain.armature, set(chain.names))
+             if owner.name not in chain.names]
+    if not found:
         return
-    if played is None:
-        played = _played(chain.armature)
+    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
+                   for owner, constraint in found)
+    played = (PlayedCurves(chain.armature) if curves is None else curves).of_bones(owner.name for owner, _ in found)
     drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
     for fcurve, where in played + [(driver, "") for driver in drivers]:
         if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
@@ -485,21 +506,19 @@ def _holds_its_value(fcurve, armature, tolerance=0.0):
                and abs(point.handle_right[1] - value) <= tolerance for point in points)
 
 
-def check_chain_not_animated(chain, fcurves=None):
+def check_chain_not_animated(chain, curves=None):
     """The bake keys rotations only and takes the chain's other channels as they are now: refuse an
     animated location (of an unconnected bone), scale or rotation mode on a chain bone, and animated constraints on
-    one (off where the chain is validated, they could act on other baked frames). ``fcurves``: the armature's
-    F-curves (keys.object_fcurves), when the caller has them. The F-curves of its NLA strips count as well: they
-    play in every channel the action does not key."""
-    played = _played(chain.armature, fcurves)
-    check_no_animated_posers(chain, played)
+    one (off where the chain is validated, they could act on other baked frames). ``curves``: the armature's
+    :class:`PlayedCurves`, when the caller has them. The F-curves of its NLA strips count as well: they play in every
+    channel the action does not key."""
+    curves = PlayedCurves(chain.armature) if curves is None else curves
+    check_no_animated_posers(chain, curves)
     for path, where in animated_bone_settings(chain.armature, chain.names):
         raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
                          "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")
-    # Only the F-curves of the chain's bones are looked at closely: a character's action has thousands.
-    prefixes = tuple(bone_path(name, "") for name in chain.names)
-    for fcurve, where in played:
-        if not fcurve.data_path.startswith(prefixes) or _is_muted(fcurve):
+    for fcurve, where in curves.of_bones(chain.names):
+        if _is_muted(fcurve):
             continue
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
@@ -520,11 +539,13 @@ def check_chain_not_animated(chain, fcurves=None):
                                      f"only and needs the chain's {attribute} to stay as it is: remove those keys")
 
 
-def check_rotation_modes_still(spec, chain):
+def check_rotation_modes_still(spec, chain, checked=None):
     """Refuse an animated or driven rotation mode on the armature, a bone above the chain, a target or pole (or a bone
     of one), or on what they hang from: as Blender plays the mode's change it converts the rotation the object (or
     bone) held on the frame shown before into the new mode, so the frame after the change shows one rotation when
-    played from the frame before and another when reached from a later one, and no keys can follow it."""
+    played from the frame before and another when reached from a later one, and no keys can follow it. ``checked``: a
+    set of the (object, path) found still, for the chains of one bake (a centipede's legs share their spine's bones)."""
+    checked = set() if checked is None else checked
     first_parent = chain.pose_bones[0].parent
     owners = [(chain.armature, first_parent.name if first_parent is not None else "")]
     owners += [(goal, bone_name) for _, goal, bone_name in spec.goals() if goal is not None]
@@ -533,6 +554,9 @@ def check_rotation_modes_still(spec, chain):
             bones = _bone_and_parents(obj, bone_name) if bone_name and bone_name in obj.pose.bones else []
             for owner, path in [(f"Bone '{bone.name}' of '{obj.name}'", bone_path(bone.name, "rotation_mode"))
                                 for bone in reversed(bones)] + [(f"Object '{obj.name}'", "rotation_mode")]:
+                if (obj.as_pointer(), path) in checked:
+                    continue
+                checked.add((obj.as_pointer(), path))
                 for fcurve, where in keys.played_channel(obj, path):
                     if not _is_muted(fcurve):
                         raise ChainError(f"{owner} has an animated rotation mode{where}: Blender turns its rotation "
@@ -596,18 +620,18 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
             reasons[key] = reason
     bases = [None] * len(chains)
     moving_bases = moving_bases or {}
-    armature_fcurves = keys.object_fcurves(armature)
-    base_reasons = [moving_bases.get(index) or base_reason(chain, armature_fcurves)
+    curves = PlayedCurves(armature)
+    base_reasons = [moving_bases.get(index) or base_reason(chain, curves)
                     for index, (_, chain) in enumerate(chains)]
     _prefetch_poses(armature, [chain for (_, chain), reason in zip(chains, base_reasons) if reason == ANIMATED_ABOVE],
-                    frames, armature_fcurves, keep_data, poses)
+                    frames, curves, keep_data, poses)
     for index, (_, chain) in enumerate(chains):
         reason = base_reasons[index]
         if reason is None:
             bases[index] = np.broadcast_to(base_matrix(chain), (count, 4, 4))
             continue
         if reason == ANIMATED_ABOVE:
-            bases[index] = direct_base(chain, frames, scene, armature_fcurves, keep_data, poses)
+            bases[index] = direct_base(chain, frames, scene, curves, keep_data, poses)
         if bases[index] is None:
             reasons[("base", index)] = reason
 

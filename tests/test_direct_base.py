@@ -322,3 +322,33 @@ def test_a_driver_counts_only_where_it_drives_the_body_under_the_chain(blender, 
         scene.frame_set(frame)
         tip, _ = tip_and_direction(obj)
         assert (Vector(tip) - target.matrix_world.translation).length < 1e-5 * reach, frame
+
+
+
+# Names whose RNA paths escape them: a quote, a backslash, and what ends a bone's name in a path.
+_ODD_NAMES = {"hips": 'hips"]', "spine": 'spine"]x', "shoulder": 'sh\\oul"der'}
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_bones_whose_paths_escape_their_names_are_found_by_their_keys(blender, scaled):
+    """The bake finds each bone's F-curves by the name its path escapes (sampling.PlayedCurves): a body whose bones
+    are named with quotes and backslashes is still read from its keys (no frame stepped through) and the arm plays on
+    target; a keyed scale on the chain's first bone so named is still refused."""
+    from blender_ik_addon import keys
+    bpy = blender
+    obj, _, target = swaying_body_reaching(bpy)
+    for old, new in _ODD_NAMES.items():
+        obj.data.bones[old].name = new
+    assert any(fcurve.data_path.startswith('pose.bones["spine\\"]x"].') for fcurve in keys.object_fcurves(obj))
+    if scaled:
+        first = obj.pose.bones["b1"]
+        first.name = 'b1 "upper"'
+        for frame, size in ((24, 1.2), (1, 1.0)):  # posed at 1, as frame 1 plays it
+            first.scale = (size,) * 3
+            first.keyframe_insert("scale", frame=frame)
+        with pytest.raises(RuntimeError, match=r"Bone 'b1 \"upper\"' has an animated scale"):
+            bpy.ops.blender_ik.bake(frame_start=1, frame_end=24)
+        return
+    seen = _bake_counting_frame_changes(bpy)
+    assert len(seen) <= 2, seen
+    plays_on_target(bpy.context.scene, obj, target, FRAMES)
