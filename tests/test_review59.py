@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rigs import add_empty, build_arm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,3 +59,37 @@ def test_bake_ik_keys_a_shared_action_when_asked_as_its_message_says(blender, tm
         # The twin plays the same keys: its hand where the arm's is, 3 along X (its rest pose is the arm's, moved).
         twin_tip = twin.matrix_world @ twin.pose.bones["b3"].tail
         assert (twin_tip - arm.matrix_world @ arm.pose.bones["b3"].tail - Vector((3.0, 0.0, 0.0))).length < 1e-5
+
+
+@pytest.mark.parametrize("setting, keyed_before, expected", [
+    ("available", (), "keyed 0 of 3 bones at frame 7 (its settings leave the others: Only Insert Available)"),
+    ("available", ("b1", "b2"), "keyed 2 of 3 bones at frame 7 (its settings leave the others: Only Insert Available)"),
+    ("replace", ("b1",), "keyed 0 of 3 bones at frame 7 (its settings leave the others: Replace)"),
+])
+def test_solve_with_auto_keying_names_the_setting_that_left_bones_unkeyed(blender, capfd, setting, keyed_before,
+                                                                          expected):
+    """Solve with Auto Keying on Blender 5.2's defaults (Only Insert Available on) on an arm keyed in part said "Auto
+    Keying keyed 0 bones at frame 7 of 3 (its settings leave the others: Replace, Only Insert Available, Only Insert
+    Needed)": three settings named, two of them off, and "frame 7 of 3". It names the ones that are on, and the bones."""
+    bpy = blender
+    from rigs import arm_with_chain
+    obj, chain = arm_with_chain(bpy)
+    scene, edit = bpy.context.scene, bpy.context.preferences.edit
+    before = edit.use_keyframe_insert_available, edit.use_auto_keyframe_insert_needed
+    for bone in keyed_before:
+        obj.pose.bones[bone].keyframe_insert("rotation_quaternion", frame=1)
+    scene.tool_settings.use_keyframe_insert_auto = True
+    scene.tool_settings.auto_keying_mode = "REPLACE_KEYS" if setting == "replace" else "ADD_REPLACE_KEYS"
+    edit.use_keyframe_insert_available, edit.use_auto_keyframe_insert_needed = setting == "available", False
+    try:
+        scene.frame_set(7)
+        capfd.readouterr()
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    finally:
+        edit.use_keyframe_insert_available, edit.use_auto_keyframe_insert_needed = before
+    report = capfd.readouterr().out
+    assert f"Auto Keying {expected}" in report, report
+    from blender_ik_addon import keys
+    keyed = {fcurve.data_path.split('"')[1] for fcurve in keys.object_fcurves(obj)
+             if any(point.co[0] == 7 for point in fcurve.keyframe_points)}
+    assert len(keyed) == int(expected.split()[1])  # what the report counts is what Blender holds
