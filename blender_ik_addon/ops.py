@@ -203,6 +203,16 @@ def auto_key(context, pose_bones):
     return keyed
 
 
+def _auto_key_limits(context):
+    """The Auto Keying settings that are on and leave bones unkeyed (on 5.2 Only Insert Available is on by default):
+    the report names those, not the ones that are off."""
+    edit, settings = context.preferences.edit, context.scene.tool_settings
+    limits = [name for name, on in (("Replace", settings.auto_keying_mode == "REPLACE_KEYS"),
+                                    ("Only Insert Available", edit.use_keyframe_insert_available),
+                                    ("Only Insert Needed", edit.use_auto_keyframe_insert_needed)) if on]
+    return limits or ["Replace", "Only Insert Available", "Only Insert Needed"]
+
+
 def _others_in_pose_mode(context, armature, chains="ALL", done="solved", operator="Solve"):
     """A report's note of the other armatures in Pose Mode whose enabled chains were left as they were (Solve and Bake
     act on the active armature, whose chains the panel shows), or ''. ``chains``: the operator's (the active chain is
@@ -254,10 +264,10 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
             self.report({"WARNING"}, f"Auto Keying: the solved bones were not keyed: {error}")
         if keyed is not None:
             count = sum(len(chain.pose_bones) for _, chain, _ in solved)
-            left += (f"; Auto Keying keyed {keyed} bone{'' if keyed == 1 else 's'} at frame "
-                     f"{context.scene.frame_current_final:g}"
-                     + ("" if keyed == count else f" of {count} (its settings leave the others: Replace, Only Insert "
-                                                   "Available, Only Insert Needed)"))
+            frame = f"at frame {context.scene.frame_current_final:g}"
+            left += (f"; Auto Keying keyed {keyed} bone{'' if keyed == 1 else 's'} {frame}" if keyed == count else
+                     f"; Auto Keying keyed {keyed} of {count} bones {frame} (its settings leave the others: "
+                     f"{', '.join(_auto_key_limits(context))})")
         missed = [(spec, float(solve.solution.miss[0])) for spec, _, solve in solved
                   if not solve.solution.reachable[0]]
         if len(solved) == 1 and not left:

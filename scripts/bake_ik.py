@@ -46,7 +46,7 @@ UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--scene NAME] [--view-layer NAME] [--armature NAME] [--chain NAME ...] "
          "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
-         "[--bake-output {keys,samples}] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
+         "[--bake-output {keys,samples}] [--shared-action] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
 # How long the workers of an interrupted run get to clean up after themselves before they are killed (the
 # parent then removes their temporary files itself).
@@ -118,6 +118,9 @@ def make_parser():
                         help="write rotation keys (default), or samples: one per frame, played linearly between "
                              "frames, in a quarter of the memory (step 1 only; refused on F-curves with keys "
                              "outside the range)")
+    parser.add_argument("--shared-action", action="store_true",
+                        help="key an armature's action even when other objects play it too (their animation changes "
+                             "with it); by default such a bake is refused")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--output", metavar="OUT.blend", help="the baked file (one input only)")
     where.add_argument("--output-dir", metavar="DIR",
@@ -537,8 +540,11 @@ def _bake_scene(bpy, scene, args, path):
     for armature, names, specs in jobs:
         try:  # the bake validates the range and every chain before it changes anything
             results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step, names=names,
-                                                         specs=specs, output=args.bake_output.upper())))
+                                                         specs=specs, output=args.bake_output.upper(),
+                                                         allow_shared=args.shared_action)))
         except ChainError as error:
+            # The operator's option is this command's --shared-action.
+            error = str(error).replace("bake with Key Shared Action on", "bake with --shared-action")
             where = (f" (view layer '{bpy.context.view_layer.name}' of scene '{scene.name}'; --view-layer names "
                      "another)" if "view layer" in str(error) else "")
             raise UserError(f"{path}: armature '{armature.name}': {error}{where}") from None
@@ -638,6 +644,8 @@ def worker_command(path, output, args, summary_file, temporary, blender):
         command = [sys.executable, SCRIPT]
     command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--bake-output={args.bake_output}",
                 f"--summary-file={summary_file}", f"--save-via={temporary}"]
+    if args.shared_action:
+        command.append("--shared-action")
     for option, value in (("--scene", args.scene), ("--view-layer", args.view_layer), ("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
                           ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
         if value is not None:

@@ -426,7 +426,8 @@ def test_solve_keys_the_chain_with_auto_keying_on(blender, capfd, insert_availab
         assert not any(frame == 7 for _, frame in keyed)
         assert ("Auto Keying" in report) == (mode != "off")
         if mode in ("REPLACE_KEYS", "available"):
-            assert "Auto Keying keyed 0 bones at frame 7 of 3 (its settings leave the others" in report
+            limit = "Replace" if mode == "REPLACE_KEYS" else "Only Insert Available"
+            assert f"Auto Keying keyed 0 of 3 bones at frame 7 (its settings leave the others: {limit}" in report
         if mode == "locked":
             assert "the solved bones were not keyed: the F-curve rotation_quaternion[0] of bone 'b1' is locked" in report
         return
