@@ -1,9 +1,12 @@
 """Review 60: a studio's bone names with dots, quotes, brackets, backslashes and accents (``forearm.L``, ``arm "FK"``,
 ``hand"].x``, ``épaule\\``) in what the add-on tells the user and in what it finds by name."""
+import bpy  # noqa: F401  (mathutils comes with bpy)
 import pytest
+from mathutils import Vector
 
 from rigs import arm_with_chain
 from scenes import add_bone
+from test_chains import build_body, select_tips, tip_error
 
 # A chain bone's (or the bone beside it's) studio name: a side suffix, quotes, what ends a name in a path, accents.
 _NAMES = ["forearm.L", 'arm "FK"', 'hand"].x', "épaule\\"]
@@ -45,3 +48,27 @@ def test_a_keyed_constraints_refusal_names_its_bone_and_constraint_as_they_are(b
         bpy.ops.blender_ik.bake(frame_start=1, frame_end=24)
     assert f"Bone '{bone_name}' has an animated" in str(refused.value)
     assert '(constraints["Keyed \\"IK\\".001"].influence)' in str(refused.value)
+
+
+@pytest.mark.parametrize("prefix", ["x" * 50, "漢" * 17])
+def test_two_long_named_chains_rigs_are_built_and_follow_their_targets(blender, prefix):
+    """Both hands of a character whose bone names are long (50 letters, or 17 kanji: 51 bytes of Blender's 63) get a
+    chain and a rig: the helper bones' names are cut to fit, the same for both hands, and Blender numbered the right
+    hand's ('...-target.001') by cutting their role instead ('IKR-...-ta.001'): that rig was shown out of date ('Build
+    Rig again') as soon as it was built, whatever Build Rig did. Each rig must be current and pose its hand on its
+    target."""
+    from blender_ik_addon import ops
+    obj = build_body(bpy)
+    for bone in list(obj.data.bones):
+        bone.name = prefix + bone.name
+    select_tips(bpy, obj, [prefix + "hand.L", prefix + "hand.R"])
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.build_rig() == {"FINISHED"}
+    chains = obj.blender_ik.chains
+    assert [ops.rig_state(obj, chain) for chain in chains] == ["BUILT", "BUILT"]
+    for chain in chains:
+        chain.target.location += Vector((0.03, -0.05, 0.04))
+    for chain in chains:
+        distance, angle = tip_error(bpy, obj, chain.tip_bone, chain.target)
+        assert distance < 1e-5 and angle < 1e-4, chain.name
