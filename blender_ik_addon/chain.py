@@ -13,12 +13,13 @@ plane, the middle joint is a pure hinge, and no twist is added (DESIGN.md).
 """
 import dataclasses
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy.utils import escape_identifier
+from bpy.utils import escape_identifier, unescape_identifier
 from mathutils import Matrix, Vector
 
 from . import rotations
@@ -808,13 +809,14 @@ def goal_label(obj, bone_name):
     return f"{obj.name}' bone '{bone_name}" if bone_name else obj.name
 
 
+# A pose bone's RNA path: the bone's name as the path escapes it (a quote, a backslash, '"]' are escaped in it).
+_BONE_OF_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')
+
+
 def _bone_of_path(data_path):
     """The bone a ``pose.bones["name"]...`` RNA path (of a driver or a driver variable) is about, or None."""
-    prefix = 'pose.bones["'
-    if not data_path.startswith(prefix):
-        return None
-    end = data_path.find('"]', len(prefix))
-    return None if end < 0 else data_path[len(prefix):end].replace('\\"', '"').replace("\\\\", "\\")
+    match = _BONE_OF_PATH.match(data_path)
+    return None if match is None else unescape_identifier(match.group(1))
 
 
 def _reads_chain(chain, obj, bone_name):

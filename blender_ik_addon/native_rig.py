@@ -277,7 +277,9 @@ def _matrix(rotation, head):
 
 def _bone_name(chain_name, role):
     name = f"{PREFIX}-{chain_name}-{role}"
-    while len(name.encode()) > _MAX_NAME:  # keep the role: it is what tells the helpers apart
+    # Keep the role: it is what tells the helpers apart. And room for the '.001' Blender adds to a name taken (two
+    # chains whose names differ only past the cut): it would cut the role to fit ('IKR-...-ta.001').
+    while len(name.encode()) > _MAX_NAME - len(".001"):
         chain_name = chain_name[:-1]
         name = f"{PREFIX}-{chain_name}-{role}"
     return name

@@ -466,14 +466,16 @@ def check_no_animated_posers(chain, curves=None):
              if owner.name not in chain.names]
     if not found:
         return
-    posing = tuple(bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]')
-                   for owner, constraint in found)
+    # Each constraint's path, with its bone's name as the bone has it (a path escapes it, and a name may hold dots).
+    posing = {bone_path(owner.name, f'constraints["{escape_identifier(constraint.name)}"]'): owner.name
+              for owner, constraint in found}
     played = (PlayedCurves(chain.armature) if curves is None else curves).of_bones(owner.name for owner, _ in found)
     drivers = list(chain.armature.animation_data.drivers) if chain.armature.animation_data else []
     for fcurve, where in played + [(driver, "") for driver in drivers]:
-        if fcurve.data_path.startswith(posing) and not _is_muted(fcurve):
-            raise ChainError(f"Bone '{fcurve.data_path.split(chr(34), 2)[1]}' has an animated or driven IK "
-                             f"constraint ({fcurve.data_path.split('.', 2)[-1]}){where} whose chain reaches into "
+        if fcurve.data_path.startswith(tuple(posing)) and not _is_muted(fcurve):
+            name = next(posing[path] for path in posing if fcurve.data_path.startswith(path))
+            raise ChainError(f"Bone '{name}' has an animated or driven IK constraint "
+                             f"({fcurve.data_path[len(bone_path(name, '')):]}){where} whose chain reaches into "
                              "this chain and would move it on some frames: remove those keys or drivers, or "
                              "shorten its Chain Length so that it stops below the chain")
 
@@ -522,9 +524,9 @@ def check_chain_not_animated(chain, curves=None):
             continue
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
-                raise ChainError(f"Bone '{name}' has an animated constraint ({fcurve.data_path.split('.', 2)[-1]})"
-                                 f"{where} that would change the solved pose on some frames: remove those keys, or the "
-                                 "constraint")
+                raise ChainError(f"Bone '{name}' has an animated constraint "
+                                 f"({fcurve.data_path[len(bone_path(name, '')):]}){where} that would change the solved "
+                                 "pose on some frames: remove those keys, or the constraint")
             if fcurve.data_path == bone_path(name, "rotation_mode"):
                 raise ChainError(f"Bone '{name}' has an animated rotation mode{where}; the bake keys the channels of "
                                  f"the mode it has now ({chain.armature.pose.bones[name].rotation_mode}), which would "
