@@ -810,12 +810,12 @@ def goal_label(obj, bone_name):
 
 
 # A pose bone's RNA path: the bone's name as the path escapes it (a quote, a backslash, '"]' are escaped in it).
-_BONE_OF_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')
+BONE_OF_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 
 
 def _bone_of_path(data_path):
     """The bone a ``pose.bones["name"]...`` RNA path (of a driver or a driver variable) is about, or None."""
-    match = _BONE_OF_PATH.match(data_path)
+    match = BONE_OF_PATH.match(data_path)
     return None if match is None else unescape_identifier(match.group(1))
 
 

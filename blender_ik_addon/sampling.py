@@ -12,7 +12,6 @@ Two ways, giving the same matrices:
 The chain's base ``A₁`` (armature space) is constant unless something animates the bones above the
 chain or the first bone's location/scale, or constraints or drivers could; then it is read per frame.
 """
-import re
 from dataclasses import dataclass
 
 import bpy
@@ -20,7 +19,7 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
+from .chain import (BONE_OF_PATH, ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
                     goal_world, matrix_array, posers, rotation_path, uniform_scale)
 
 
@@ -426,8 +425,6 @@ def _prefetch_poses(armature, chains, frames, curves, keep_data, poses):
         (fcurve.as_pointer(), samples[:, column]) for column, fcurve in enumerate(animated))
 
 
-# The bone a pose bone's property path is about (its name as the path escapes it), and its attribute after the dot.
-_BONE_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]\.')
 
 
 class PlayedCurves:
@@ -443,8 +440,9 @@ class PlayedCurves:
         self.played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in keys.nla_fcurves(armature)]
         self._by_bone = {}  # the bone's name as paths escape it -> the indices of its F-curves in self.played
         for index, (fcurve, _) in enumerate(self.played):
-            match = _BONE_PATH.match(fcurve.data_path)
-            if match is not None:
+            path = fcurve.data_path
+            match = BONE_OF_PATH.match(path)
+            if match is not None and path[match.end():match.end() + 1] == ".":  # a property of the bone's
                 self._by_bone.setdefault(match.group(1), []).append(index)
 
     def of_bones(self, names, action_only=False, named=False):
