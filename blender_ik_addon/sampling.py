@@ -578,6 +578,20 @@ class Samples:
     reasons: list  # why some part was sampled per frame
 
 
+def _sweep(scene, wanted):
+    """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
+    simulates rigid bodies (not baked into their cache): Blender steps a simulation only one frame forward from the
+    frame it showed (a jump leaves its bodies where they were), so then every frame from the simulation's start to
+    the last one wanted (or its cache's end, past which it holds), one after the other."""
+    world = scene.rigidbody_world
+    last = max(wanted)
+    if (world is None or not world.enabled or world.collection is None or not len(world.collection.objects)
+            or world.point_cache.is_baked or last <= world.point_cache.frame_start):
+        return list(wanted)
+    cache = world.point_cache
+    return sorted(set(wanted) | set(range(cache.frame_start, min(last, cache.frame_end) + 1)))
+
+
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None, keep_data=False):
     """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
     ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
@@ -638,16 +652,20 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     if reasons:
         per_frame = {key: np.empty((count, 4, 4)) for key in reasons}
         frame, subframe = scene.frame_current, scene.frame_subframe
+        wanted = {}  # frame -> the indices of the frames read there
+        for index, value in enumerate(frames.tolist()):
+            wanted.setdefault(int(value), []).append(index)
         try:
-            for index, value in enumerate(frames.tolist()):
-                scene.frame_set(int(value))
-                for key, matrices in per_frame.items():
-                    if key[0] == "base":
-                        matrices[index] = base_matrix(chains[key[1]][1])
-                    else:
-                        matrices[index] = goal_world(*goals[key])
-                if progress is not None:
-                    progress(index + 1, count)
+            for value in _sweep(scene, wanted):
+                scene.frame_set(value)
+                for index in wanted.get(value, ()):
+                    for key, matrices in per_frame.items():
+                        if key[0] == "base":
+                            matrices[index] = base_matrix(chains[key[1]][1])
+                        else:
+                            matrices[index] = goal_world(*goals[key])
+                    if progress is not None:
+                        progress(index + 1, count)
         finally:
             scene.frame_set(frame, subframe=subframe)
         for key, matrices in per_frame.items():
