@@ -2,7 +2,7 @@
 frame, read against how Blender evaluates animation, judged by what Blender plays."""
 import pytest
 
-from rigs import build_arm
+from rigs import add_empty, build_arm
 
 
 def _falling_cube_target(bpy):
@@ -41,3 +41,38 @@ def test_a_bake_follows_a_rigid_body_target_as_the_simulation_plays_it(blender, 
             tip = obj.matrix_world @ obj.pose.bones["b3"].tail
             assert (tip - cube.matrix_world.translation).length < 1e-5, frame
     assert heights[0] - heights[-1] > 0.3  # the cube did fall
+
+
+@pytest.mark.parametrize("animated", ["keyed", "driven"])
+def test_a_bake_follows_a_target_whose_parent_inverse_is_animated(blender, animated):
+    """A target whose Parent Inverse matrix is keyed (a space switch a script keys: the parent inverse of frame 1
+    holds the target still, the one of frame 10 moves it 0.3 along the parent's X) or driven was read from its
+    location keys and the parent inverse it has now: the hand was keyed off the target by up to 0.3 on the frames
+    before 10. Blender plays that matrix like any keyed property; the bake reads such a target frame by frame now."""
+    bpy = blender
+    from mathutils import Matrix
+    obj = build_arm()
+    parent = add_empty("Parent", location=(0.1, 0.0, 0.0))
+    target = add_empty("Target", location=(0.6, 0.3, 1.1))
+    target.parent = parent
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    if animated == "keyed":
+        target.matrix_parent_inverse = Matrix.Identity(4)
+        target.keyframe_insert("matrix_parent_inverse", frame=1)
+        target.matrix_parent_inverse = Matrix.Translation((0.3, 0.0, 0.0))
+        target.keyframe_insert("matrix_parent_inverse", frame=10)
+    else:
+        driver = target.driver_add("matrix_parent_inverse", 12).driver  # the 4th column's X (column-major)
+        driver.type, driver.expression = "SCRIPTED", "frame / 30"  # a simple expression: no Python needed
+    target.keyframe_insert("location", frame=1)
+    target.location.z = 1.2
+    target.keyframe_insert("location", frame=10)
+    bpy.context.view_layer.objects.active = obj
+    scene = bpy.context.scene
+    scene.frame_set(10)
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+        tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+        assert (tip - target.matrix_world.translation).length < 1e-5, frame
