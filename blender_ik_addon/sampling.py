@@ -50,6 +50,11 @@ def direct_reason(obj, scene):
                 return f"'{obj.name}' has a driver on its {driven}"
             if nla_plays(animation):
                 return f"'{obj.name}' has NLA tracks"
+            for path, size in _PARENTING:
+                for index in range(size):
+                    for fcurve, where in keys.played_channel(obj, path, index):
+                        if not _is_muted(fcurve):
+                            return f"'{obj.name}' has its {path} animated{where}"
             if animation.action is not None and (
                     animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
                     or getattr(animation.action, "use_frame_range", False)):
@@ -74,6 +79,9 @@ def direct_reason(obj, scene):
 # counted where it drives).
 _TRANSFORM_DRIVEN = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "rotation_mode",
                      "scale", "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+# How an object hangs from its parent (data path, channels), which Blender plays keyed or driven as any property (a
+# script's space switch keys the parent inverse); direct_world_matrices composes the parenting it has now.
+_PARENTING = (("matrix_parent_inverse", 16), ("parent_type", 1))
 
 
 def _driven(obj, paths, prefixes=()):
@@ -578,6 +586,20 @@ class Samples:
     reasons: list  # why some part was sampled per frame
 
 
+def _sweep(scene, wanted):
+    """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
+    simulates rigid bodies (not baked into their cache): Blender steps a simulation only one frame forward from the
+    frame it showed (a jump leaves its bodies where they were), so then every frame from the simulation's start to
+    the last one wanted (or its cache's end, past which it holds), one after the other."""
+    world = scene.rigidbody_world
+    last = max(wanted)
+    if (world is None or not world.enabled or world.collection is None or not len(world.collection.objects)
+            or world.point_cache.is_baked or last <= world.point_cache.frame_start):
+        return list(wanted)
+    cache = world.point_cache
+    return sorted(set(wanted) | set(range(cache.frame_start, min(last, cache.frame_end) + 1)))
+
+
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None, keep_data=False):
     """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
     ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
@@ -638,16 +660,20 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
     if reasons:
         per_frame = {key: np.empty((count, 4, 4)) for key in reasons}
         frame, subframe = scene.frame_current, scene.frame_subframe
+        wanted = {}  # frame -> the indices of the frames read there
+        for index, value in enumerate(frames.tolist()):
+            wanted.setdefault(int(value), []).append(index)
         try:
-            for index, value in enumerate(frames.tolist()):
-                scene.frame_set(int(value))
-                for key, matrices in per_frame.items():
-                    if key[0] == "base":
-                        matrices[index] = base_matrix(chains[key[1]][1])
-                    else:
-                        matrices[index] = goal_world(*goals[key])
-                if progress is not None:
-                    progress(index + 1, count)
+            for value in _sweep(scene, wanted):
+                scene.frame_set(value)
+                for index in wanted.get(value, ()):
+                    for key, matrices in per_frame.items():
+                        if key[0] == "base":
+                            matrices[index] = base_matrix(chains[key[1]][1])
+                        else:
+                            matrices[index] = goal_world(*goals[key])
+                    if progress is not None:
+                        progress(index + 1, count)
         finally:
             scene.frame_set(frame, subframe=subframe)
         for key, matrices in per_frame.items():
