@@ -558,13 +558,19 @@ def played_channel(id_data, data_path, index=0):
     """The F-curves that can change ``id_data``'s ``data_path[index]`` as Blender plays it, as :func:`played_fcurves`
     gives them, found by Blender's own lookup: a character's action holds thousands of F-curves, which listing costs
     milliseconds."""
+    return played_channels(id_data, [(data_path, index)])
+
+
+def played_channels(id_data, channels):
+    """:func:`played_channel` of each ``(data_path, index)`` of ``channels``, together (the F-curve collections are
+    found once)."""
     anim_data = id_data.animation_data
     if anim_data is None:
         return []
     lists = [(fcurves, "") for fcurves in _action_fcurve_lists(id_data)]
     lists += [(fcurves, f" (keyed in NLA strip '{strip}')") for fcurves, strip in _nla_fcurve_lists(id_data)]
     lists.append((anim_data.drivers, " (driven)"))
-    return [(fcurve, where) for fcurves, where in lists
+    return [(fcurve, where) for fcurves, where in lists if len(fcurves) for data_path, index in channels
             for fcurve in [fcurves.find(data_path, index=index)] if fcurve is not None]
 
 

@@ -50,11 +50,9 @@ def direct_reason(obj, scene):
                 return f"'{obj.name}' has a driver on its {driven}"
             if nla_plays(animation):
                 return f"'{obj.name}' has NLA tracks"
-            for path, size in _PARENTING:
-                for index in range(size):
-                    for fcurve, where in keys.played_channel(obj, path, index):
-                        if not _is_muted(fcurve):
-                            return f"'{obj.name}' has its {path} animated{where}"
+            for fcurve, where in keys.played_channels(obj, _PARENTING):
+                if not _is_muted(fcurve):
+                    return f"'{obj.name}' has its {fcurve.data_path} animated{where}"
             if animation.action is not None and (
                     animation.action_influence != 1.0 or animation.action_blend_type != "REPLACE"
                     or getattr(animation.action, "use_frame_range", False)):
@@ -81,7 +79,7 @@ _TRANSFORM_DRIVEN = ("location", "rotation_euler", "rotation_quaternion", "rotat
                      "scale", "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
 # How an object hangs from its parent (data path, channels), which Blender plays keyed or driven as any property (a
 # script's space switch keys the parent inverse); direct_world_matrices composes the parenting it has now.
-_PARENTING = (("matrix_parent_inverse", 16), ("parent_type", 1))
+_PARENTING = [("matrix_parent_inverse", index) for index in range(16)] + [("parent_type", 0)]
 
 
 def _driven(obj, paths, prefixes=()):
