@@ -584,18 +584,52 @@ class Samples:
     reasons: list  # why some part was sampled per frame
 
 
+def _has_simulation_zone(node_group, seen=None):
+    """Whether a geometry node group (or a group inside it) holds a simulation zone."""
+    seen = set() if seen is None else seen
+    if node_group is None or node_group.name_full in seen:
+        return False
+    seen.add(node_group.name_full)
+    return any(node.bl_idname == "GeometryNodeSimulationOutput"
+               or node.type == "GROUP" and _has_simulation_zone(node.node_tree, seen) for node in node_group.nodes)
+
+
+def _simulations(scene):
+    """The (start, end) frames of each simulation of ``scene`` that Blender steps frame by frame and has not baked: the
+    rigid body world, and its objects' cloth, soft bodies, dynamic paint, particles (their point caches) and geometry
+    nodes' simulation zones (the scene's simulation range)."""
+    caches, zones = [], False
+    world = scene.rigidbody_world
+    if world is not None and world.enabled and world.collection is not None and len(world.collection.objects):
+        caches.append(world.point_cache)
+    for obj in scene.objects:
+        for modifier in obj.modifiers:
+            if not modifier.show_viewport:
+                continue
+            if modifier.type in ("CLOTH", "SOFT_BODY"):
+                caches.append(modifier.point_cache)
+            elif modifier.type == "DYNAMIC_PAINT" and modifier.canvas_settings is not None:
+                caches += [surface.point_cache for surface in modifier.canvas_settings.canvas_surfaces]
+            elif modifier.type == "NODES":
+                zones = zones or _has_simulation_zone(modifier.node_group)
+        caches += [system.point_cache for system in obj.particle_systems]
+    ranges = [(cache.frame_start, cache.frame_end) for cache in caches if not cache.is_baked]
+    if zones:
+        ranges.append((scene.simulation_frame_start, scene.simulation_frame_end) if scene.use_custom_simulation_range
+                      else (scene.frame_start, scene.frame_end))
+    return ranges
+
+
 def _sweep(scene, wanted):
     """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
-    simulates rigid bodies (not baked into their cache): Blender steps a simulation only one frame forward from the
-    frame it showed (a jump leaves its bodies where they were), so then every frame from the simulation's start to
-    the last one wanted (or its cache's end, past which it holds), one after the other."""
-    world = scene.rigidbody_world
-    last = max(wanted)
-    if (world is None or not world.enabled or world.collection is None or not len(world.collection.objects)
-            or world.point_cache.is_baked or last <= world.point_cache.frame_start):
-        return list(wanted)
-    cache = world.point_cache
-    return sorted(set(wanted) | set(range(cache.frame_start, min(last, cache.frame_end) + 1)))
+    simulates (rigid bodies, cloth, soft bodies, particles, simulation zones: :func:`_simulations`) without a bake:
+    Blender steps a simulation only one frame forward from the frame it showed (a jump leaves its bodies where they
+    were), so then also every frame from each simulation's start to the last one wanted (or its end, past which it
+    holds), one after the other."""
+    last, frames = max(wanted), set(wanted)
+    for start, end in _simulations(scene):
+        frames.update(range(start, min(last, end) + 1))
+    return sorted(frames)
 
 
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None, keep_data=False):

@@ -76,3 +76,57 @@ def test_a_bake_follows_a_target_whose_parent_inverse_is_animated(blender, anima
         scene.frame_set(frame)
         tip = obj.matrix_world @ obj.pose.bones["b3"].tail
         assert (tip - target.matrix_world.translation).length < 1e-5, frame
+
+
+def _sinking_mesh(bpy, simulation):
+    """A small grid that a simulation moves down over the frames: a cloth falling (no collision), or a geometry nodes
+    simulation zone that moves it 0.01 down per frame. Returns it."""
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=3, y_subdivisions=3, size=0.2, location=(0.9, 0.3, 1.4))
+    mesh = bpy.context.active_object
+    if simulation == "cloth":
+        mesh.modifiers.new("Cloth", "CLOTH").settings.effector_weights.gravity = 0.1  # falls slowly: in reach
+        return mesh
+    group = bpy.data.node_groups.new("Sink", "GeometryNodeTree")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    nodes, links = group.nodes, group.links
+    start, end = nodes.new("NodeGroupInput"), nodes.new("NodeGroupOutput")
+    entry, exit_ = nodes.new("GeometryNodeSimulationInput"), nodes.new("GeometryNodeSimulationOutput")
+    entry.pair_with_output(exit_)
+    move = nodes.new("GeometryNodeSetPosition")
+    move.inputs["Offset"].default_value = (0.0, 0.0, -0.01)
+    links.new(start.outputs[0], entry.inputs[0])
+    links.new(entry.outputs[1], move.inputs["Geometry"])
+    links.new(move.outputs[0], exit_.inputs["Geometry"])
+    links.new(exit_.outputs[0], end.inputs[0])
+    mesh.modifiers.new("Sink", "NODES").node_group = group
+    return mesh
+
+
+@pytest.mark.parametrize("frame_start, step", [(1, 3), (10, 1)])
+@pytest.mark.parametrize("simulation", ["cloth", "simulation zone"])
+def test_a_bake_follows_a_target_on_a_simulated_mesh_as_the_simulation_plays_it(blender, simulation, frame_start,
+                                                                                step):
+    """The rigid body's jumps, for the other simulations Blender steps one frame at a time: a target hanging from a
+    vertex of a cloth (a cape's corner, a flag) or of a mesh a geometry nodes simulation zone moves. Each played from
+    the start puts the hand on the target on every baked frame."""
+    bpy = blender
+    obj = build_arm()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    mesh = _sinking_mesh(bpy, simulation)
+    target = add_empty("Target", location=(0.0, 0.0, 0.0))
+    target.parent, target.parent_type, target.parent_vertices[0] = mesh, "VERTEX", 4  # the grid's middle vertex
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    scene.frame_set(1)
+    assert bpy.ops.blender_ik.bake(frame_start=frame_start, frame_end=30, step=step) == {"FINISHED"}
+    heights = []
+    for frame in range(1, 31):
+        scene.frame_set(frame)
+        heights.append(target.matrix_world.translation.z)
+        if frame >= frame_start and (frame - frame_start) % step == 0 or frame == 30:
+            tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+            assert (tip - target.matrix_world.translation).length < 1e-5, frame
+    assert heights[0] - heights[-1] > 0.1  # the mesh did move down
