@@ -13,7 +13,7 @@ import numpy as np
 
 from . import keys, rotations, runtime, sampling
 from .chain import (AXES, ChainError, ChainSpec, bone_path, evaluate_now, posers_read_once, prepare, rotation_path,
-                    rotation_values, set_rotation, solve_chain, verify_pose)
+                    rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
 from .report import compact_frames, frame_span
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
@@ -200,9 +200,11 @@ def _verify(scene, armature, checks, frames):
         if elsewhere:
             with runtime.paused():
                 scene.frame_set(frame)
-        for spec, chain, solution in checks:
+        for spec, chain, solution, goals in checks:
             try:
                 verify_pose(chain, solution, 0)
+                if goals is not None:
+                    verify_goals(chain, spec, solution, goals)
             except ChainError as error:
                 raise ChainError(f"At frame {frame}: {error.message}".replace("nothing was changed",
                                                                               "the keys were put back as they were"),
@@ -277,6 +279,13 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
         bone = 0
         for position, ((spec, chain), target, pole, base) in enumerate(
                 zip(level, samples.targets, samples.poles, samples.bases)):
+            if block.start <= check_index < block.stop:
+                local = check_index - block.start
+                # Goals read frame by frame may follow what the chain moves (a mesh it deforms): the self-check finds
+                # them where they were read. Those read from their keys follow nothing (a key edited and not keyed
+                # yet shows its edit until the frame changes, where the bake reads the key).
+                goals = None if samples.direct else (target[local].tolist(),
+                                                     None if pole is None else pole[local].tolist())
             try:
                 solve = solve_chain(chain, base, target, spec, pole, fallback_normal=fallback[position],
                                     sample_frames=block_frames)
@@ -290,8 +299,7 @@ def _bake_level(scene, armature, level, frames, check_index, depth, progress, ba
             unreachable[position] += block_frames[~solution.reachable].tolist()
             degenerate[position] += block_frames[solution.degenerate].tolist()
             if block.start <= check_index < block.stop:
-                local = check_index - block.start
-                checks[position] = (spec, chain, type(solution)(*(field[local:local + 1] for field in solution)))
+                checks[position] = (spec, chain, type(solution)(*(field[local:local + 1] for field in solution)), goals)
             modes = [pose_bone.rotation_mode for pose_bone in chain.pose_bones]
             converted = rotations.bones_to_channels(solve.rotations, modes, previous[bone:bone + len(modes)])
             for bone_values, (column, size) in zip(converted, layout[position]):

@@ -1624,3 +1624,31 @@ def verify_pose(chain, solution, index=0, middle=False):
             raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {away} from where the solve put "
                              "it, with the tip on it: the chain bends in another plane than the solve's; nothing was "
                              "changed")
+
+
+def verify_goals(chain, spec, solution, goals, index=0):
+    """Refuse a solve whose goals posing the chain moved (call after the pose was evaluated, as :func:`verify_pose`):
+    Blender shows the tip where the goal was, not where it is now. Parenting, constraints and drivers that follow the
+    chain are refused before the solve (:func:`check_target`); geometry the armature deforms is not traced: a target
+    hung from a vertex of the character's skin, or shrinkwrapped onto it, moved with the hand it was solved for.
+    ``goals``: the target's matrix (rows) and the pole's point (or None) the solve read, as :attr:`ChainSolve.goals`."""
+    target_was, pole_was = goals[:2]
+    target, pole = goal_matrices(chain, spec)
+    _, _, size = _posed_reach(solution, index)
+    axes = max(math.hypot(*was[:3]) for was in target_was[:3])  # relative to its size, as shows_solve compares it
+    turned = any(abs(value - old) > POSE_TOLERANCE * (axes + abs(old))
+                 for row, was in zip(target[:3], target_was) for value, old in zip(row[:3], was[:3]))
+    moves = [("target", spec.target, spec.target_bone, [row[3] for row in target[:3]],
+              [row[3] for row in target_was[:3]])]
+    if pole is not None and pole_was is not None:
+        moves.append(("pole", spec.pole, spec.pole_bone, [row[3] for row in pole[:3]], pole_was))
+    for role, obj, bone_name, now, was in moves:
+        moved = math.dist(now, was)
+        if moved > POSE_TOLERANCE * size or (role == "target" and turned):
+            check_target(chain, spec, now=False)  # what it names, when it finds the cause (a Live validation is older)
+            away = distance_text(bpy.context.scene, chain.armature, moved)
+            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' moves when the chain is posed ({away}"
+                             f"{', and turns' if role == 'target' and turned else ''}): it follows something the "
+                             "chain moves, such as a mesh the armature deforms (a vertex parent, a Shrinkwrap onto "
+                             "the character's skin); hang it from something the chain does not move; nothing was "
+                             "changed")

@@ -25,7 +25,8 @@ from . import keys, native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, check_armature_scale,
                     check_evaluated, check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
                     goal_constraint_targets, hangs_below, order, pose_chain, read_chain, rendering, rotation_path,
-                    rotation_values, set_rotation, solve_current, verify_pose, with_armature, write_rotations)
+                    rotation_values, set_rotation, solve_current, verify_goals, verify_pose, with_armature,
+                    write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -343,6 +344,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
             try:
                 verify_pose(chain, solve.solution)
+                verify_goals(chain, spec, solve.solution, solve.goals)
             except ChainError as error:
                 refused = True
                 for pose_bone, values in zip(chain.pose_bones, before):

@@ -12,7 +12,7 @@ from . import bake, keys, native_rig, props, runtime
 from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, bone_path, chain_names, check_armature_scale,
                     check_goals_evaluated, check_posable, enabled_collections, evaluate_now, followed_targets,
                     goal_constraint_targets, goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare,
-                    read_chain, rotation_values, rotation_path, set_rotation, solve_current, verify_pose,
+                    read_chain, rotation_values, rotation_path, set_rotation, solve_current, verify_goals, verify_pose,
                     write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
@@ -163,6 +163,7 @@ def solve_chains(armature, specs):
             for spec, chain, solve in solved:
                 try:
                     verify_pose(chain, solve.solution)
+                    verify_goals(chain, spec, solve.solution, solve.goals)
                 except ChainError as error:
                     raise error.for_chain(spec.label) from None
         except ChainError:

@@ -1,0 +1,87 @@
+"""Review 63: goals of every kind, as a layout artist or an animator picks whatever is in the shot: a prop, a camera,
+a curve, a vertex of a mesh, an object under constraints."""
+import bpy  # noqa: F401  (mathutils comes with bpy)
+import bmesh
+import pytest
+
+from rigs import add_empty, arm_with_chain, pose_snapshot, readout
+
+
+def _target_on_skin(bpy, obj, chain, how):
+    """The chain's target made to follow the character's skin: a mesh the arm deforms (its vertices all weighted to the
+    hand bone b3), the target hung from one of its vertices (a prop snapped to the hand) or shrinkwrapped onto it."""
+    mesh = bpy.data.meshes.new("Skin")
+    shape = bmesh.new()
+    for co in [(0.9, 0.3, 1.1), (1.0, 0.3, 1.1), (0.9, 0.4, 1.1), (0.9, 0.3, 1.2)]:
+        shape.verts.new(co)
+    shape.verts.ensure_lookup_table()
+    shape.faces.new(shape.verts[:3])
+    shape.to_mesh(mesh)
+    skin = bpy.data.objects.new("Skin", mesh)
+    bpy.context.scene.collection.objects.link(skin)
+    skin.vertex_groups.new(name="b3").add([0, 1, 2, 3], 1.0, "REPLACE")
+    skin.modifiers.new("Armature", "ARMATURE").object = obj
+    target = add_empty("OnSkin", location=(0.9, 0.3, 1.0))
+    if how == "vertex parent":
+        target.parent, target.parent_type, target.location = skin, "VERTEX", (0.0, 0.0, 0.0)
+        target.parent_vertices[0] = 1
+    else:
+        target.constraints.new("SHRINKWRAP").target = skin
+    chain.target = target
+    bpy.context.view_layer.update()
+    return target
+
+
+def _tip_to_target(bpy, obj, target):
+    bpy.context.view_layer.update()
+    return (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length
+
+
+@pytest.mark.parametrize("how", ["vertex parent", "shrinkwrap"])
+@pytest.mark.parametrize("action", ["solve", "live", "bake"])
+def test_a_target_on_the_skin_the_chain_deforms_is_refused(blender, how, action):
+    """A target that follows the skin the chain deforms (hung from a vertex of the hand's mesh, or shrinkwrapped onto
+    it) moves as soon as the hand does: Solve said 'the tip is on the target', Live showed the chain posed with no error,
+    and the bake 'all in reach', while Blender showed the tip 62 cm from the target. Nothing the add-on traces (parents,
+    constraints, drivers) links it to the chain: each must see the goal move once the pose is evaluated, put the pose
+    (or the keys) back and say why."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    target = _target_on_skin(bpy, obj, chain, how)
+    before = pose_snapshot(obj)
+    if action == "live":
+        chain.live = True
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+        assert readout(obj).status == "ERROR"
+        message = readout(obj).message
+    else:
+        with pytest.raises(RuntimeError) as refused:
+            if action == "solve":
+                bpy.ops.blender_ik.solve(chains="ALL")
+            else:
+                bpy.ops.blender_ik.bake(frame_start=1, frame_end=5)
+        message = str(refused.value)
+        bpy.context.scene.frame_set(3)  # keys left behind would pose the chain here
+    assert "The target 'OnSkin' moves when the chain is posed" in message
+    assert "a mesh the armature deforms" in message
+    assert pose_snapshot(obj) == before
+
+
+@pytest.mark.parametrize("how", ["vertex parent", "shrinkwrap"])
+def test_a_target_on_a_mesh_another_armature_deforms_is_followed(blender, how):
+    """The same target on a mesh that another armature (a prop's rig) deforms does not move with the chain: it is solved
+    and Blender shows the tip on it."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    other = bpy.data.objects.new("Prop", bpy.data.armatures.new("Prop"))
+    bpy.context.scene.collection.objects.link(other)
+    bpy.context.view_layer.objects.active = other
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = other.data.edit_bones.new("b3")
+    bone.head, bone.tail = (0.9, 0.3, 0.5), (0.9, 0.3, 1.1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = _target_on_skin(bpy, other, chain, how)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    assert _tip_to_target(bpy, obj, target) < 1e-5
