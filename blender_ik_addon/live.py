@@ -342,9 +342,13 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         for spec, chain, solve, before, own in solved:
             key = (armature.name, spec.label)
             _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
+            motion = inputs_of[spec][1]
+            moved = (_matrix(spec.target, spec.target_bone) != motion[2]
+                     or motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3])
             try:
                 verify_pose(chain, solve.solution)
-                verify_goals(chain, spec, solve.solution, solve.goals)
+                if moved:  # (only then can posing the chain have moved a goal: this update's cost is Live's own)
+                    verify_goals(chain, spec, solve.solution, solve.goals)
             except ChainError as error:
                 refused = True
                 for pose_bone, values in zip(chain.pose_bones, before):
@@ -357,9 +361,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             _validated[key] = chain
             _posed[key] = {name: value for values in own.values() for name, value in values}  # as written
             posed += 1
-            motion = inputs_of[spec][1]
-            if not depth and (_matrix(spec.target, spec.target_bone) != motion[2] or (
-                    motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3])):
+            if not depth and moved:
                 _goals_moved[0] = True
                 # Validated again at the next pass: the goal may follow the chain through something validation read
                 # before it did (a Copy Location added to a helper two steps away, an Empty between parented to the
