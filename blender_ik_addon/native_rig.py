@@ -218,8 +218,43 @@ def check(armature, chain, spec, replaced=()):
             if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
                 raise ChainError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
                                "dependency cycle in the rig); choose a bone outside the chain")
+        deformed = _deformed_source(armature, obj)
+        if deformed is not None:
+            raise ChainError(f"The {role} '{obj.name}' follows the geometry of '{deformed.name}', which armature "
+                             f"'{armature.name}' deforms: the rig would loop through it (a dependency cycle, which "
+                             "Blender evaluates in no fixed order); hang it from something the armature does not "
+                             "deform, or pose the chain with Solve, Live or Bake")
     if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
         raise ChainError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
+
+
+# Constraints that read their target's geometry (a surface, a curve's path) rather than its transform; any constraint does
+# with a vertex group as its subtarget.
+_GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
+
+
+def _deformed_source(armature, obj):
+    """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting), ``obj`` or
+    an object it hangs from follows (a vertex parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None.
+    Blender's dependency graph then loops through the rig: the pose deforms the mesh, which places the goal, which
+    poses the chain."""
+    seen = set()
+    while obj is not None and obj.name_full not in seen:
+        seen.add(obj.name_full)
+        sources = [obj.parent] if obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3") else []
+        for constraint in obj.constraints:
+            target = getattr(constraint, "target", None)
+            if target is not None and not constraint.mute and (
+                    constraint.type in _GEOMETRY_CONSTRAINTS or getattr(constraint, "subtarget", "")
+                    and target.type != "ARMATURE"):
+                sources.append(target)
+        for source in sources:
+            if source.parent == armature and source.parent_type == "ARMATURE" or any(
+                    modifier.type == "ARMATURE" and modifier.object == armature and modifier.show_viewport
+                    for modifier in getattr(source, "modifiers", ())):
+                return source
+        obj = obj.parent
+    return None
 
 
 # Sheared target axes the rig refuses: a tenth of the self-check's angle (a rotation's float32 noise is ~1e-7).

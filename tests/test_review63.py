@@ -85,3 +85,35 @@ def test_a_target_on_a_mesh_another_armature_deforms_is_followed(blender, how):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
     assert _tip_to_target(bpy, obj, target) < 1e-5
+
+
+@pytest.mark.parametrize("how", ["vertex parent", "shrinkwrap"])
+@pytest.mark.parametrize("deformer", ["the chain's armature", "another armature"])
+def test_build_rig_refuses_a_target_on_the_skin_its_armature_deforms(blender, how, deformer):
+    """Built on a target that follows the skin its own armature deforms, the rig loops through Blender's dependency graph
+    (the pose deforms the mesh, which places the target, which poses the chain): Blender reports a cycle and evaluates
+    it in no fixed order, so the rig passed its check or not by luck of that order (review 63). Build Rig refuses it,
+    naming the mesh, and adds nothing; on a mesh another armature deforms it builds, and the hand follows the target."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    deforming = obj
+    if deformer == "another armature":
+        deforming = bpy.data.objects.new("Prop", bpy.data.armatures.new("Prop"))
+        bpy.context.scene.collection.objects.link(deforming)
+        bpy.context.view_layer.objects.active = deforming
+        bpy.ops.object.mode_set(mode="EDIT")
+        bone = deforming.data.edit_bones.new("b3")
+        bone.head, bone.tail = (0.9, 0.3, 0.5), (0.9, 0.3, 1.1)
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = obj
+    target = _target_on_skin(bpy, deforming, chain, how)
+    chain.name = "arm"
+    bones = set(obj.data.bones.keys())
+    if deformer == "another armature":
+        assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+        assert _tip_to_target(bpy, obj, target) < 1e-5
+        return
+    with pytest.raises(RuntimeError, match="follows the geometry of 'Skin', which armature 'Arm' deforms"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert set(obj.data.bones.keys()) == bones
+    assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
