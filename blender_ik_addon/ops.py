@@ -1190,7 +1190,8 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
         bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
         rigged = [chain_settings for chain_settings in armature.blender_ik.chains
                   if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
-    with _MutedRigs(armature, rigged) as muted:
+    # Live must not pose a chain while its rig is muted here: a refused bake would leave its channels changed.
+    with runtime.paused(), _MutedRigs(armature, rigged) as muted:
         result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,
                                   output)
         muted.keep = True
