@@ -1603,6 +1603,17 @@ def _posed_reach(solution, index):
     return joints, reach, max(reach, joints[3].length)
 
 
+def _changed_by(chain):
+    """What :func:`verify_pose` blames: another bone's IK or Spline IK that poses the chain's bones (a leftover IK of
+    Chain Length 0 on a finger, up to the root), when one acts, or something it cannot name."""
+    for owner, constraint, _ in posers(chain.armature, set(chain.names)):
+        if owner.name not in chain.names and _constraint_active(constraint):
+            return (f"the {constraint.type.replace('_', ' ')} constraint '{constraint.name}' of bone '{owner.name}' "
+                    "poses the chain's bones (mute or remove it, or shorten its Chain Length so that it stops below "
+                    "the chain)")
+    return "something in the scene changes the result in a way the add-on cannot follow"
+
+
 def verify_pose(chain, solution, index=0, middle=False):
     """Refuse a pose Blender does not show as solved (something in the scene changes the result in a way
     the add-on cannot follow). Call after the pose was evaluated. ``middle``: the middle joint must be where the
@@ -1613,8 +1624,8 @@ def verify_pose(chain, solution, index=0, middle=False):
     if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
         away = distance_text(bpy.context.scene, chain.armature, distance)  # in the scene's units, as Blender shows them
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {away} from where the solve put it "
-                         f"(and {math.degrees(angle):.3g}° off its direction): something in the scene changes the "
-                         "result in a way the add-on cannot follow; nothing was changed")
+                         f"(and {math.degrees(angle):.3g}° off its direction): {_changed_by(chain)}; nothing was "
+                         "changed")
     if not middle:
         return
     if (joints[2] - joints[0]).length > 0.01 * reach:
