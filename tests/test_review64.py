@@ -44,3 +44,50 @@ def test_live_follows_a_target_another_handler_snaps_without_an_error(blender, h
             assert _tip_off(bpy, obj, target) < 1e-5, step
     finally:
         handler_list.remove(snap)
+
+
+def _skin(bpy, obj, how):
+    """A patch of the character's skin (a mesh), deformed by the arm's hand bone b3 through a lattice the arm deforms, or
+    through a Hook modifier on b3 (a rigger's hooks for a cuff)."""
+    import bmesh
+    mesh = bpy.data.meshes.new("Skin")
+    shape = bmesh.new()
+    for co in [(0.9, 0.3, 1.1), (1.0, 0.3, 1.1), (0.9, 0.4, 1.1), (0.9, 0.3, 1.2)]:
+        shape.verts.new(co)
+    shape.verts.ensure_lookup_table()
+    shape.faces.new(shape.verts[:3])
+    shape.to_mesh(mesh)
+    skin = bpy.data.objects.new("Skin", mesh)
+    bpy.context.scene.collection.objects.link(skin)
+    if how == "lattice":
+        lattice = bpy.data.objects.new("Cage", bpy.data.lattices.new("Cage"))
+        bpy.context.scene.collection.objects.link(lattice)
+        lattice.location, lattice.scale = (0.95, 0.35, 1.15), (0.5, 0.5, 0.5)
+        lattice.vertex_groups.new(name="b3").add(list(range(8)), 1.0, "REPLACE")
+        lattice.modifiers.new("Armature", "ARMATURE").object = obj
+        skin.modifiers.new("Lattice", "LATTICE").object = lattice
+    else:
+        hook = skin.modifiers.new("Hook", "HOOK")
+        hook.object, hook.subtarget = obj, "b3"
+        hook.vertex_indices_set([0, 1, 2, 3])
+    return skin
+
+
+@pytest.mark.parametrize("how", ["lattice", "hook"])
+def test_build_rig_refuses_a_target_on_skin_a_lattice_or_hook_of_its_armature_deforms(blender, how):
+    """A rigger's prop hung from a vertex of skin the arm shapes through a lattice (or a Hook modifier on the hand): Build
+    Rig built a rig that loops through Blender's dependency graph and said it was done, while Blender showed the hand 0.9
+    cm (2.3 cm with the hook) off the target; the rig's refusal of a goal on skin its armature deforms looked only for an
+    Armature modifier on the mesh itself. It is refused, naming the mesh, and nothing is added."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    skin = _skin(bpy, obj, how)
+    target = chain.target
+    target.parent, target.parent_type, target.location = skin, "VERTEX", (0.0, 0.0, 0.0)
+    target.parent_vertices[0] = 1
+    bpy.context.view_layer.update()
+    bones = set(obj.data.bones.keys())
+    with pytest.raises(RuntimeError, match="follows the geometry of 'Skin', which armature 'Arm' deforms"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert set(obj.data.bones.keys()) == bones
+    assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
