@@ -338,17 +338,21 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         # The self-check, as Solve does it: the pose Blender evaluates must be the solved one. This
         # evaluation is the one Blender would run anyway after this handler to show the new pose.
         evaluate_now()
-        refused = False
+        refused, goals_moved = False, []
         for spec, chain, solve, before, own in solved:
             key = (armature.name, spec.label)
             _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
             motion = inputs_of[spec][1]
-            moved = (_matrix(spec.target, spec.target_bone) != motion[2]
-                     or motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3])
+            goals = _matrix(spec.target, spec.target_bone), _matrix(spec.pole, spec.pole_bone)
+            moved = goals[0] != motion[2] or motion[3] is not None and goals[1] != motion[3]
             try:
                 verify_pose(chain, solve.solution)
                 if moved:  # (only then can posing the chain have moved a goal: this update's cost is Live's own)
-                    verify_goals(chain, spec, solve.solution, solve.goals)
+                    try:
+                        verify_goals(chain, spec, solve.solution, solve.goals)
+                    except ChainError:
+                        goals_moved.append((spec, key, goals))  # by the chain, or by what moved it with the pose
+                        raise
             except ChainError as error:
                 refused = True
                 for pose_bone, values in zip(chain.pose_bones, before):
@@ -369,6 +373,13 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 _validated.pop(key, None)
         if refused:
             evaluate_now()
+        for spec, key, goals in goals_moved:
+            if (_matrix(spec.target, spec.target_bone), _matrix(spec.pole, spec.pole_bone)) == goals:
+                # The pose put back, the goals stay where they moved: another add-on's handler, run before Live's,
+                # moved them (a grid snapper), which Blender evaluated with the pose. Not refused: read again at the
+                # next pass, as a goal a handler moved is (_goals_moved).
+                _last_inputs.pop(key, None)
+                _goals_moved[0] = True
     for spec, message in errors.items():
         key = (armature.name, spec.label)
         _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
@@ -541,7 +552,7 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
             _goals_moved[0] = False
             posed = sum(solve_live(armature, scene, updated=updated, live_chains=live_chains)
                         for armature, live_chains in armatures)
-            if not posed or (len(armatures) < 2 and not _goals_moved[0]):
+            if not _goals_moved[0] and (not posed or len(armatures) < 2):
                 break
             updated = None
         else:

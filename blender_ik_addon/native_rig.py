@@ -249,12 +249,33 @@ def _deformed_source(armature, obj):
                     and target.type != "ARMATURE"):
                 sources.append(target)
         for source in sources:
-            if source.parent == armature and source.parent_type == "ARMATURE" or any(
-                    modifier.type == "ARMATURE" and modifier.object == armature and modifier.show_viewport
-                    for modifier in getattr(source, "modifiers", ())):
+            if _deforms(armature, source, set()):
                 return source
         obj = obj.parent
     return None
+
+
+# Modifiers that shape their object by another object's geometry (a cage, a lattice, a curve, a surface).
+_CAGE_MODIFIERS = ("LATTICE", "CURVE", "MESH_DEFORM", "SURFACE_DEFORM", "SHRINKWRAP")
+
+
+def _deforms(armature, source, seen):
+    """Whether ``armature`` deforms ``source``'s geometry: an Armature or Hook modifier on it, armature parenting, or
+    a Lattice, Curve, Mesh Deform, Surface Deform or Shrinkwrap modifier on geometry it deforms (a lattice on the
+    arm)."""
+    if source is None or source.name_full in seen:
+        return False
+    seen.add(source.name_full)
+    if source.parent == armature and source.parent_type == "ARMATURE":
+        return True
+    for modifier in getattr(source, "modifiers", ()):
+        if not modifier.show_viewport:
+            continue
+        shaper = getattr(modifier, "object", None) or getattr(modifier, "target", None)
+        if modifier.type in ("ARMATURE", "HOOK") and shaper == armature or (
+                modifier.type in _CAGE_MODIFIERS and _deforms(armature, shaper, seen)):
+            return True
+    return False
 
 
 # Sheared target axes the rig refuses: a tenth of the self-check's angle (a rotation's float32 noise is ~1e-7).
