@@ -172,6 +172,9 @@ def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_rang
     problem = frame_range and keys.span_problem(armature, bones, frame_range)
     if problem:
         raise ChainError(f"{name}: {problem}")
+    for path, reason in frame_range and keys.mode_problems(armature, bones, frame_range) or ():
+        spec, bone_name = bones[path]
+        raise ChainError(f"Bone '{bone_name}' {reason}", spec.label)
     problems = keys.channel_problems(armature, bones)
     problems += keys.output_problems(armature, bones, output == "SAMPLES", frame_range)
     for path, index, reason in problems:

@@ -926,6 +926,49 @@ def output_problems(obj, data_paths, samples, frame_range):
     return problems
 
 
+# A bone's rotation channels in each of its rotation modes: it plays those of its mode now only.
+_ROTATION_PATHS = {"rotation_quaternion": "Quaternion", "rotation_euler": "Euler", "rotation_axis_angle": "Axis Angle"}
+
+
+def mode_problems(obj, data_paths, frame_range):
+    """Keys a bake of ``data_paths`` (each a bone's rotation channel in its rotation mode now) over ``frame_range``
+    (first, last) would leave unplayed, as (data_path, reason) tuples: keys (or samples) of the bone's other rotation
+    channels outside the range (the bone was keyed in another mode, which was changed since), before or after it where
+    its mode's own channel has none. Blender plays the mode's channel only, so those frames play no keys of the bone:
+    a bake of part of them leaves the rest off."""
+    first, last = frame_range
+    problems = []
+    wanted = {f"{data_path.rpartition('.')[0]}.{other}" for data_path in data_paths for other in _ROTATION_PATHS}
+    played = {}  # the F-curves of those paths, listed once (a character's action holds thousands)
+    for fcurve, (path, _) in _fcurves_of(obj, wanted):
+        if not is_muted(fcurve):
+            played.setdefault(path, []).append(fcurve)
+    for data_path in data_paths:
+        prefix, _, name = data_path.rpartition(".")
+        if name not in _ROTATION_PATHS:
+            continue
+        sides = {}  # path -> (frames before the range, frames after it)
+        for path in [f"{prefix}.{other}" for other in _ROTATION_PATHS]:
+            frames = [_point_frames(fcurve.sampled_points if has_samples(fcurve) else fcurve.keyframe_points)
+                      for fcurve in played.get(path, ())]
+            frames = np.concatenate(frames) if frames else np.empty(0, dtype=np.float32)
+            sides[path] = (frames[frames < first], frames[frames > last])
+        for path, (before, after) in sides.items():
+            unplayed = [frames for frames, own in zip((before, after), sides[data_path]) if len(frames)
+                        and not len(own)]
+            if path == data_path or not unplayed:
+                continue
+            unplayed = np.concatenate(unplayed)
+            low, high = float(min(unplayed.min(), first)), float(max(unplayed.max(), last))
+            problems.append((data_path, (
+                f"has {_ROTATION_PATHS[path.rpartition('.')[2]]} keys ({path.rpartition('.')[2]}) from frame "
+                f"{unplayed.min():g} to {unplayed.max():g}, outside frames {first:g}-{last:g}, that it no longer plays: "
+                f"its rotation mode was changed since, and the bake keys {name}, so those frames would stay off the "
+                f"target; bake frames {low:g}-{high:g} (all of them), or set the bone's rotation mode back")))
+            break
+    return problems
+
+
 def write_samples(obj, channels, frame_start, values):
     """Sample ``values`` on ``channels`` of ``obj`` at frames ``frame_start``, ``frame_start + 1``, ..., one F-curve
     at a time.
