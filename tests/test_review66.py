@@ -3,6 +3,9 @@ human metarig and its generated rig, several characters, 3,000 other objects, up
 never timed."""
 import ast
 
+import pytest
+
+from rigs import add_empty
 from test_panel import draw_panels
 
 TIPS = ("hand.L", "f_index.03.L", "thumb.03.L", "f_middle.03.L", "f_ring.03.L", "f_pinky.03.L", "hand.R", "foot.L",
@@ -46,3 +49,34 @@ def test_redrawing_built_rigs_parses_no_signature_again(blender, monkeypatch):
     assert any(label.startswith("Rig out of date") for label in labels)
     icons = [icon for kind, icon in draw_panels(bpy, obj) if kind == "icon"]
     assert icons.count("CONSTRAINT_BONE") == len(TIPS) - 1 + 1  # the other rows, and the Rebuild Rig button
+
+
+@pytest.mark.parametrize("change", ["deleted", "renamed"])
+def test_live_forgets_chains_that_are_gone(blender, change):
+    """Live keeps, per live chain, its inputs, its validated chain, its base and its last pose. A character with live
+    chains deleted (or a live chain renamed) kept its validated chains and bases for the whole session (7 kB a chain),
+    however often Live looked through the file again: only three of the five caches were pruned, and by armature only."""
+    bpy = blender
+    from blender_ik_addon import live
+    obj = _metarig_with_chains(bpy)
+    for chain_settings in obj.blender_ik.chains:
+        chain_settings.live = True
+    for chain_settings in obj.blender_ik.chains:
+        chain_settings.target.location.z += 0.01
+    bpy.context.view_layer.update()
+    caches = (live._last_inputs, live._validated, live._armature_read, live._bases, live._posed)
+    assert all(caches)  # (a base only for a chain below no other: the fingers below the hand read theirs anew)
+    if change == "deleted":
+        bpy.data.objects.remove(obj)
+        there = set()
+    else:
+        for index, chain_settings in enumerate(obj.blender_ik.chains):
+            chain_settings.name = f"limb{index}"
+        obj.blender_ik.chains["limb0"].live = False  # Live looks through the file again
+        there = {(obj.name, f"limb{index}") for index in range(1, len(TIPS))}
+    prop = add_empty("Prop")
+    for _ in range(2):  # the user goes on working: another object moved
+        prop.location.x += 0.1
+        bpy.context.view_layer.update()
+    for cache in caches:
+        assert set(cache) <= there
