@@ -438,9 +438,14 @@ def rescan():
     props.migrate_all()
     props.follow_renames()
     _live.clear()
-    _live.update(obj.name for obj in bpy.data.objects if obj.library is None and _has_live(obj))
-    for cache in (_last_inputs, _armature_read, _posed):
-        for key in [key for key in cache if key[0] not in _live]:
+    live_chains = {(obj.name, chain_settings.name or chain_settings.tip_bone)
+                   for obj in bpy.data.objects if obj.library is None and obj.type == "ARMATURE"
+                   for chain_settings in _live_chains(obj)}
+    _live.update(name for name, _ in live_chains)
+    # Every per-chain cache, to the live chains there are: a character deleted kept its 27 validated chains and bases
+    # (7 kB a chain) for the session, a live chain renamed its entries under the old name.
+    for cache in (_last_inputs, _validated, _armature_read, _bases, _posed):
+        for key in [key for key in cache if key not in live_chains]:
             del cache[key]
     _stale[0] = False
 
