@@ -80,3 +80,52 @@ def test_live_forgets_chains_that_are_gone(blender, change):
         bpy.context.view_layer.update()
     for cache in caches:
         assert set(cache) <= there
+
+
+@pytest.mark.parametrize("change", ["none", "hidden", "excluded", "renamed", "deleted"])
+def test_live_finds_a_visible_armature_without_looking_its_name_up(blender, monkeypatch, change):
+    """Live found each live armature by name on every update, in the view layer's objects, which Blender searches one
+    object at a time (73 µs for the last of 3,000; a shot with 7 live characters paid 0.6-1.7 ms an update). It asks the
+    armature it found last whether the view layer shows it (a hashed lookup) and looks the name up only when not: a
+    hidden one still follows, an excluded one says why, a renamed one follows under its new name, a deleted one is
+    forgotten."""
+    from blender_ik_addon import live
+    from rigs import arm_with_chain, readout
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    chain.live = True
+    bpy.context.view_layer.update()
+    looked_up = []
+    by_name = live._looked_up
+
+    def counting(name, scene, view_layer):
+        looked_up.append(name)
+        return by_name(name, scene, view_layer)
+
+    monkeypatch.setattr(live, "_looked_up", counting)
+    target = chain.target
+    if change == "hidden":
+        obj.hide_set(True)
+    elif change == "excluded":
+        collection = bpy.data.collections.new("Character")
+        bpy.context.scene.collection.children.link(collection)
+        collection.objects.link(obj)
+        bpy.context.scene.collection.objects.unlink(obj)
+        bpy.context.view_layer.layer_collection.children["Character"].exclude = True
+    elif change == "renamed":
+        obj.name = "Hero"
+    elif change == "deleted":
+        bpy.data.objects.remove(obj)
+    for step in range(4):
+        target.location.x += 0.01
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+        if change in ("none", "hidden", "renamed"):
+            tip = obj.matrix_world @ obj.pose.bones["b3"].tail
+            assert (tip - target.matrix_world.translation).length < 1e-5, step
+    if change == "none":
+        assert looked_up == []
+    elif change == "excluded":
+        assert "is in no collection of the view layer that is enabled" in readout(obj).message, readout(obj).message
+    elif change == "deleted":
+        assert "arm" not in live._found and "Arm" not in live._found
