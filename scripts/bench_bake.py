@@ -4,7 +4,8 @@
     python scripts/bench_bake.py [--frames-heavy 150] [--repeat 3] [--quick]
 
 Blender's way sets every frame, which evaluates the whole scene, and reads the constrained pose back;
-ours samples the targets and solves all frames at once. Each run builds the same rig and animated targets
+ours samples the targets and solves all frames at once. Both key the chain bones' rotations only (nla.bake with
+channel_types={'ROTATION'}). Each run builds the same rig and animated targets
 from scratch for each method, so all start equal. Scenarios:
 
   light 10, 100, 3000   the three-bone arm and its target only, over 10, 100 and 3000 frames
@@ -58,6 +59,9 @@ TARGETS = {("light", 10): 2.0, ("light", 100): 8.0, ("light", 3000): 20.0, ("fou
            ("heavy", None): 100.0}
 SHORT = 100  # ranges this short (or shorter) take milliseconds: five times the repeats
 REFERENCES = (("IK", False), ("IK+rot", True))  # (label, use_rotation)
+# The channels nla.bake keys: the rotations only, as our bake and the floor (by default it keys location, scale, B-Bone
+# and custom properties too, 30 F-curves for the arm against our 12, about 1.3x the time at 100 and 3,000 frames).
+NATIVE_CHANNELS = {"ROTATION"}
 
 
 def build_scene(frames, heavy):
@@ -143,7 +147,7 @@ def bake_native(armature, targets, frames, use_rotation):
         keys.set_pose_bone_selected(pose_bone, pose_bone.name in baked)
     start = time.perf_counter()
     result = bpy.ops.nla.bake(frame_start=1, frame_end=frames, step=1, only_selected=True, visual_keying=True,
-                              clear_constraints=False, bake_types={"POSE"})
+                              clear_constraints=False, bake_types={"POSE"}, channel_types=NATIVE_CHANNELS)
     seconds = time.perf_counter() - start
     if result != {"FINISHED"}:
         raise RuntimeError(f"nla.bake returned {result}")

@@ -11,6 +11,7 @@ as a character animated in FK with an IK arm: the arm's base moves on every fram
 
   ours      the add-on's Bake operator, a first bake (it creates the F-curves) and a re-bake over its own keys
   IK        an IK constraint on hand.L (chain of 3) baked by nla.bake with visual keying, as bench_bake.py does
+            (the rotations only, as ours)
 
 Blender rebuilds the scene's dependency relations at the next update whenever F-curves are created or a datablock
 is removed: a first bake (either way) creates its F-curves and pays one rebuild; a re-bake of this length creates
@@ -130,7 +131,7 @@ def bake_native(path, frames):
 
     def bake():
         return bpy.ops.nla.bake(frame_start=1, frame_end=frames, step=1, only_selected=True, visual_keying=True,
-                                clear_constraints=False, bake_types={"POSE"})
+                                clear_constraints=False, bake_types={"POSE"}, channel_types={"ROTATION"})
     return timed(bake), timed(bake)
 
 
