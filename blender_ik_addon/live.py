@@ -20,6 +20,7 @@ touches no ``bpy.data`` (Blender restricts it while add-ons register); the first
 """
 import bpy
 from bpy.app.handlers import persistent
+from bpy.types import Armature, Object
 
 from . import keys, native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, check_armature_scale,
@@ -458,16 +459,16 @@ def _updated(depsgraph):
     objects with chains; marks the cache stale when one is a live armature the cache does not know (duplicated,
     appended, renamed)."""
     updated, armature_datas, chained = set(), [], []
-    for update in depsgraph.updates:
-        original = getattr(update.id, "original", update.id)
+    for update in depsgraph.updates:  # (an idle update's whole cost to a scene without live chains: kept lean)
+        original = update.id.original
         updated.add(original.as_pointer())
-        if isinstance(original, bpy.types.Armature):
-            armature_datas.append(original)
-        elif isinstance(original, bpy.types.Object) and original.type == "ARMATURE":
-            if len(original.blender_ik.chains):
+        if isinstance(original, Object):
+            if original.type == "ARMATURE" and len(original.blender_ik.chains):
                 chained.append(original)
-            if not _stale[0] and original.name not in _live and _has_live(original):
-                _stale[0] = True
+                if not _stale[0] and original.name not in _live and _has_live(original):
+                    _stale[0] = True
+        elif isinstance(original, Armature):
+            armature_datas.append(original)
     return updated, armature_datas, chained
 
 

@@ -4,7 +4,8 @@
     python scripts/bench_interactive.py [--updates 400] [--rounds 5]
 
 Each round measures, alternating, on fresh scenes of the same three-bone arm:
-- Blender's IK constraint: move the target, ``view_layer.update()`` (the pose is evaluated there);
+- Blender's IK constraint: move the target, ``view_layer.update()`` (the pose is evaluated there); and the same with
+  the add-on registered and no chain, which is what the add-on costs every update of a scene it does not pose;
 - Live: move the target, ``view_layer.update()`` (the handler solves and poses), and the update that
   evaluates the new pose, which is what it costs to see the solved pose;
 - Solve: ``bpy.ops.blender_ik.solve()`` and the update that shows the pose;
@@ -80,7 +81,7 @@ class BENCH_OT_pose_floor(bpy.types.Operator):
 def ours(method):
     """Whether ``method`` is the add-on's: Blender's own ('ik', the floors) run without the add-on registered, whose
     depsgraph handler would otherwise add its idle cost (about 10 µs an update) to the reference."""
-    return method in ("live", "solve")
+    return method in ("live", "solve", "ik, add-on idle")
 
 
 def scene(method, crowd=0):
@@ -92,7 +93,7 @@ def scene(method, crowd=0):
     obj = build_arm()
     target = add_empty(location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1))
     bpy.context.view_layer.objects.active = obj
-    if method == "ik":
+    if method.startswith("ik"):
         constraint = obj.pose.bones["b3"].constraints.new("IK")
         constraint.target, constraint.chain_count = target, 3
     elif method.startswith("floor"):
@@ -227,7 +228,7 @@ def main():
     parser.add_argument("--crowd", type=int, default=3000, help="other objects in the crowded scene (3000; 0: skip it)")
     args = parser.parse_args()
     bpy.utils.register_class(BENCH_OT_pose_floor)
-    methods = ("ik", "live", "floor live", "solve", "floor solve")
+    methods = ("ik", "ik, add-on idle", "live", "floor live", "solve", "floor solve")
     for method in methods:  # untimed: first calls import and set up what later calls reuse
         measure(method, 20)
     best = {method: float("inf") for method in methods}
@@ -235,13 +236,16 @@ def main():
         for method in methods:
             best[method] = min(best[method], measure(method, args.updates))
     print(f"bpy {bpy.app.version_string}; median per target move, best of {args.rounds} alternating rounds")
-    labels = {"ik": "Blender's IK constraint", "live": "Live re-solve (+ the update showing it)",
+    labels = {"ik": "Blender's IK constraint", "ik, add-on idle": "  the same, the add-on registered, no chain",
+              "live": "Live re-solve (+ the update showing it)",
               "floor live": "  its floor (handler writes the pose)", "solve": "Solve operator (+ the update showing it)",
               "floor solve": "  its floor (operator writes the pose)"}
     for method in methods:
         ratio = best[method] / best["ik"]
         if method == "ik":
             verdict = ""
+        elif method == "ik, add-on idle":  # what the add-on costs every update of a scene it does not pose
+            verdict = f"  {ratio:5.2f}x  the add-on's idle cost: {(best[method] - best['ik']) * 1e6:.1f} µs an update"
         elif method.startswith("floor"):
             budget = 3 * best["ik"] - best[method]
             verdict = f"  {ratio:5.1f}x  leaves {budget * 1e6:.0f} µs of Python within 3x"
