@@ -63,23 +63,32 @@ def character(count):
     return obj, list(obj.blender_ik.chains)
 
 
-def use(method, obj, chains):
-    """Set the character up for ``method``: an IK constraint per chain on its target ('ik'), or the chains live. The
-    constraints are removed for Live, not disabled: a disabled constraint still makes its target a dependency of the
-    armature's pose, so moving a target would re-evaluate the armature (and make Live re-read it for every chain), which
-    a character animated with Live, which has no IK constraints, does not pay (1.4 against 2.8 ms a leaf target's move,
-    27 chains)."""
-    for chain in chains:
-        chain.live = False
-        pose_bone = obj.pose.bones[chain.tip_bone]
+def use(method, obj, goals):
+    """Set the character up for ``method`` (``goals``: each chain's (tip bone, target)): an IK constraint per chain on
+    its target ('ik'), with the add-on not registered (its handler's idle cost, 5-10 µs an update, is not Blender's),
+    or the add-on registered and the chains live. The constraints are removed for Live, not disabled: a disabled
+    constraint still makes its target a dependency of the armature's pose, so moving a target would re-evaluate the
+    armature (and make Live re-read it for every chain), which a character animated with Live, which has no IK
+    constraints, does not pay (1.4 against 2.8 ms a leaf target's move, 27 chains)."""
+    if hasattr(obj, "blender_ik"):
+        for chain in obj.blender_ik.chains:
+            chain.live = False
+    for tip, target in goals:
+        pose_bone = obj.pose.bones[tip]
         for constraint in [constraint for constraint in pose_bone.constraints if constraint.type == "IK"]:
             pose_bone.constraints.remove(constraint)
         if method == "ik":
             constraint = pose_bone.constraints.new("IK")
-            constraint.target, constraint.chain_count = chain.target, 3
+            constraint.target, constraint.chain_count = target, 3
     bpy.context.view_layer.update()
-    for chain in chains:
-        chain.live = method == "live"
+    registered = hasattr(obj, "blender_ik")
+    if method == "ik" and registered:
+        blender_ik_addon.unregister()
+    elif method == "live":
+        if not registered:
+            blender_ik_addon.register()
+        for chain in obj.blender_ik.chains:  # (read again: the items of a collection may move when it is registered)
+            chain.live = True
     bpy.context.view_layer.update()
 
 
@@ -119,23 +128,25 @@ def main():
           "alternating rounds")
     bpy.ops.wm.read_factory_settings(use_empty=True)
     addon_utils.enable("rigify", default_set=True)
-    blender_ik_addon.register()
     for count in COUNTS:
+        if not hasattr(bpy.types.Object, "blender_ik"):
+            blender_ik_addon.register()
         obj, chains = character(count)
-        moves = {"a leaf target": [chains[-1].target], "the spine's target": [chains[0].target],
-                 "every target": [chain.target for chain in chains]}
+        goals = [(chain.tip_bone, chain.target) for chain in chains]
+        moves = {"a leaf target": [goals[-1][1]], "the spine's target": [goals[0][1]],
+                 "every target": [target for _, target in goals]}
         best = {}
         for method in ("ik", "live"):  # untimed: first calls set up what later calls reuse
-            use(method, obj, chains)
+            use(method, obj, goals)
             measure(method, moves["every target"], 5)
         for _ in range(args.rounds):
             for method in ("ik", "live"):
-                use(method, obj, chains)
+                use(method, obj, goals)
                 for what, targets in moves.items():
                     median = measure(method, targets, args.updates)
                     best[method, what] = min(best.get((method, what), float("inf")), median)
-        use("live", obj, chains)
-        off, out = check(obj, chains)
+        use("live", obj, goals)
+        off, out = check(obj, list(obj.blender_ik.chains))
         for what in moves:
             if count == 1 and what != "a leaf target":
                 continue  # one chain: all three are the same move
