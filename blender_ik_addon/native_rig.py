@@ -44,7 +44,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from .chain import AXES, ChainError, bone_path, frames, matrix_array
+from .chain import AXES, ChainError, bone_path, frames, hangs_below, matrix_array
 
 # The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
 BODY_FOLLOWING = ("PARENT", "NORMAL")
@@ -218,7 +218,7 @@ def check(armature, chain, spec, replaced=()):
             if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
                 raise ChainError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
                                "dependency cycle in the rig); choose a bone outside the chain")
-        deformed = _deformed_source(armature, obj)
+        deformed = _deformed_source(armature, obj, chain.names[0])
         if deformed is not None:
             raise ChainError(f"The {role} '{obj.name}' follows the geometry of '{deformed.name}', which armature "
                              f"'{armature.name}' deforms: the rig would loop through it (a dependency cycle, which "
@@ -233,9 +233,9 @@ def check(armature, chain, spec, replaced=()):
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
-def _deformed_source(armature, obj):
-    """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting), ``obj`` or
-    an object it hangs from follows (a vertex parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None.
+def _deformed_source(armature, obj, first_bone):
+    """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
+    hung from the chain, whose first bone is ``first_bone``), ``obj`` or an object it hangs from follows (a vertex parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None.
     Blender's dependency graph then loops through the rig: the pose deforms the mesh, which places the goal, which
     poses the chain."""
     seen = set()
@@ -249,7 +249,7 @@ def _deformed_source(armature, obj):
                     and target.type != "ARMATURE"):
                 sources.append(target)
         for source in sources:
-            if _deforms(armature, source, set()):
+            if _deforms(armature, source, set(), first_bone):
                 return source
         obj = obj.parent
     return None
@@ -259,21 +259,22 @@ def _deformed_source(armature, obj):
 _CAGE_MODIFIERS = ("LATTICE", "CURVE", "MESH_DEFORM", "SURFACE_DEFORM", "SHRINKWRAP")
 
 
-def _deforms(armature, source, seen):
+def _deforms(armature, source, seen, first_bone):
     """Whether ``armature`` deforms ``source``'s geometry: an Armature or Hook modifier on it, armature parenting, or
-    a Lattice, Curve, Mesh Deform, Surface Deform or Shrinkwrap modifier on geometry it deforms (a lattice on the
-    arm)."""
+    a Lattice, Curve, Mesh Deform, Surface Deform, Shrinkwrap or Hook modifier on geometry it deforms (a lattice on the
+    arm) or that hangs from the chain (first bone ``first_bone``: a cuff's lattice or hook parented to the hand)."""
     if source is None or source.name_full in seen:
         return False
     seen.add(source.name_full)
-    if source.parent == armature and source.parent_type == "ARMATURE":
+    if source.parent == armature and source.parent_type == "ARMATURE" or (
+            hangs_below(armature, first_bone, source) is not None):
         return True
     for modifier in getattr(source, "modifiers", ()):
         if not modifier.show_viewport:
             continue
         shaper = getattr(modifier, "object", None) or getattr(modifier, "target", None)
         if modifier.type in ("ARMATURE", "HOOK") and shaper == armature or (
-                modifier.type in _CAGE_MODIFIERS and _deforms(armature, shaper, seen)):
+                modifier.type in _CAGE_MODIFIERS + ("HOOK",) and _deforms(armature, shaper, seen, first_bone)):
             return True
     return False
 
