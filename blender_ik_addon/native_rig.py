@@ -235,9 +235,9 @@ _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 def _deformed_source(armature, obj, first_bone):
     """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
-    hung from the chain, whose first bone is ``first_bone``), ``obj`` or an object it hangs from follows (a vertex parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None.
-    Blender's dependency graph then loops through the rig: the pose deforms the mesh, which places the goal, which
-    poses the chain."""
+    hung from the chain, whose first bone is ``first_bone``), ``obj`` or an object it hangs from follows (a vertex
+    parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None. Blender's dependency graph then loops through
+    the rig: the pose deforms the mesh, which places the goal, which poses the chain."""
     seen = set()
     while obj is not None and obj.name_full not in seen:
         seen.add(obj.name_full)
