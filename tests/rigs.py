@@ -149,3 +149,51 @@ def override_character(bpy, path, objects):
     hero = next(item for item in overridden.all_objects if item.type == "ARMATURE")
     bpy.context.view_layer.objects.active = hero
     return hero
+
+
+def skin_patch(bpy):
+    """A patch of skin by the arm's hand (scenes.build_arm): a mesh object 'Skin' (a triangle and a point), in the scene,
+    not yet deformed by anything."""
+    import bmesh
+    mesh = bpy.data.meshes.new("Skin")
+    shape = bmesh.new()
+    for co in [(0.9, 0.3, 1.1), (1.0, 0.3, 1.1), (0.9, 0.4, 1.1), (0.9, 0.3, 1.2)]:
+        shape.verts.new(co)
+    shape.verts.ensure_lookup_table()
+    shape.faces.new(shape.verts[:3])
+    shape.to_mesh(mesh)
+    skin = bpy.data.objects.new("Skin", mesh)
+    bpy.context.scene.collection.objects.link(skin)
+    return skin
+
+
+def hang_on_vertex(bpy, obj, mesh, index=1):
+    """Parent ``obj`` to vertex ``index`` of ``mesh`` (a prop snapped to the skin), at the vertex."""
+    obj.parent, obj.parent_type, obj.location = mesh, "VERTEX", (0.0, 0.0, 0.0)
+    obj.parent_vertices[0] = index
+    bpy.context.view_layer.update()
+
+
+def prop_armature(bpy, name="Prop"):
+    """Another armature (a prop's rig) with one bone 'b3' by the arm's hand; the active object is left as it was."""
+    active = bpy.context.view_layer.objects.active
+    prop = bpy.data.objects.new(name, bpy.data.armatures.new(name))
+    bpy.context.scene.collection.objects.link(prop)
+    bpy.context.view_layer.objects.active = prop
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = prop.data.edit_bones.new("b3")
+    bone.head, bone.tail = (0.9, 0.3, 0.5), (0.9, 0.3, 1.1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = active
+    return prop
+
+
+def build_rig_refused(bpy, obj, match):
+    """Build Rig of every chain refused with a message matching ``match``, and nothing added to the armature."""
+    import pytest
+    bones = set(obj.data.bones.keys())
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert set(obj.data.bones.keys()) == bones
+    assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
+

@@ -2,7 +2,7 @@
 import bpy  # noqa: F401  (mathutils comes with bpy)
 import pytest
 
-from rigs import add_empty, arm_with_chain
+from rigs import add_empty, arm_with_chain, build_rig_refused, hang_on_vertex
 from test_review64 import _skin
 
 
@@ -43,16 +43,8 @@ def test_build_rig_refuses_a_target_on_skin_shaped_by_a_cage_or_hook_on_a_chain_
     deforms, or a hook on the armature itself, was followed. It is refused, naming the mesh, and nothing is added."""
     bpy = blender
     obj, chain = arm_with_chain(bpy)
-    skin = _cuff(bpy, obj, how, bone)
-    target = chain.target
-    target.parent, target.parent_type, target.location = skin, "VERTEX", (0.0, 0.0, 0.0)
-    target.parent_vertices[0] = 1
-    bpy.context.view_layer.update()
-    bones = set(obj.data.bones.keys())
-    with pytest.raises(RuntimeError, match="follows the geometry of 'Skin', which armature 'Arm' deforms"):
-        bpy.ops.blender_ik.build_rig(chains="ALL")
-    assert set(obj.data.bones.keys()) == bones
-    assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
+    hang_on_vertex(bpy, chain.target, _cuff(bpy, obj, how, bone))
+    build_rig_refused(bpy, obj, "follows the geometry of 'Skin', which armature 'Arm' deforms")
 
 
 @pytest.mark.parametrize("how", ["lattice", "hook"])
@@ -60,11 +52,8 @@ def test_build_rig_builds_with_skin_shaped_by_a_cage_on_a_bone_above_the_chain(b
     """The same cuff on the root, above the chain, makes no loop: built, and the hand on the prop."""
     bpy = blender
     obj, chain = arm_with_chain(bpy)
-    skin = _cuff(bpy, obj, how, "root")
     target = chain.target
-    target.parent, target.parent_type, target.location = skin, "VERTEX", (0.0, 0.0, 0.0)
-    target.parent_vertices[0] = 1
-    bpy.context.view_layer.update()
+    hang_on_vertex(bpy, target, _cuff(bpy, obj, how, "root"))
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     bpy.context.view_layer.update()
     assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-4
