@@ -86,3 +86,50 @@ def test_build_rig_builds_on_a_target_bone_that_follows_a_mesh_another_armature_
     assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
     bpy.context.view_layer.update()
     assert (obj.pose.bones["b3"].tail - obj.pose.bones["ctrl"].head).length < 1e-5
+
+
+@pytest.mark.parametrize("constraint", ["CHILD_OF", "COPY_TRANSFORMS"])
+@pytest.mark.parametrize("via", ["target", "its parent", "a bone"])
+def test_build_rig_refuses_a_target_that_follows_a_prop_on_the_skin(blender, constraint, via):
+    """A cup hung from vertices of the chest's skin, and the hand's target made to follow the cup by a Child Of or a
+    Copy Transforms on the target, on an Empty it hangs from, or on a bone of a control rig it hangs from. Build Rig built
+    it and said it was done while Blender reported 22 dependency cycles on Rigify's metarig: it followed the geometry
+    the target's own constraints read, not what their targets follow. It is refused, naming the mesh, adding nothing;
+    the same cup on a mesh another armature deforms builds, and the hand is on the target."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    chest = _chest(bpy, obj)
+    cup = add_empty("Cup")
+    cup.parent, cup.parent_type = chest, "VERTEX"
+    cup.parent_vertices[0] = 1
+    target = chain.target
+    target.location = (0.0, 0.0, 0.0)  # at the cup
+    follower = target
+    if via == "its parent":
+        follower = target.parent = add_empty("Holder")
+    elif via == "a bone":
+        controls = bpy.data.objects.new("Controls", bpy.data.armatures.new("Controls"))
+        bpy.context.scene.collection.objects.link(controls)
+        bpy.context.view_layer.objects.active = controls
+        bpy.ops.object.mode_set(mode="EDIT")
+        add_bone(controls.data, "hold", (0.0, -0.1, 0.0), (0.0, 0.0, 0.0))
+        bpy.ops.object.mode_set(mode="OBJECT")
+        target.parent, target.parent_type, target.parent_bone = controls, "BONE", "hold"
+        target.location = (0.0, -0.1, 0.0)  # by the cup
+        follower = controls.pose.bones["hold"]
+    follow = follower.constraints.new(constraint)
+    follow.target = cup
+    if constraint == "CHILD_OF":
+        follow.set_inverse_pending = False
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    bones = set(obj.data.bones.keys())
+    with pytest.raises(RuntimeError, match="The target 'Target' follows the geometry of 'Chest', which armature 'Arm' "
+                                           "deforms"):
+        bpy.ops.blender_ik.build_rig(chains="ALL")
+    assert set(obj.data.bones.keys()) == bones
+    assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
+    chest.modifiers["Armature"].object = bpy.data.objects.new("Other", bpy.data.armatures.new("Other"))
+    assert bpy.ops.blender_ik.build_rig(chains="ALL") == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-5
