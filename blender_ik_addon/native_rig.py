@@ -44,7 +44,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from .chain import AXES, ChainError, bone_path, frames, hangs_below, matrix_array
+from .chain import (AXES, ChainError, bone_path, frames, goal_label, hangs_below, matrix_array,
+                    own_constraint_targets)
 
 # The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
 BODY_FOLLOWING = ("PARENT", "NORMAL")
@@ -218,9 +219,9 @@ def check(armature, chain, spec, replaced=()):
             if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
                 raise ChainError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
                                "dependency cycle in the rig); choose a bone outside the chain")
-        deformed = _deformed_source(armature, obj, chain.names[0])
+        deformed = _deformed_source(armature, obj, chain.names[0], bone_name)
         if deformed is not None:
-            raise ChainError(f"The {role} '{obj.name}' follows the geometry of '{deformed.name}', which armature "
+            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' follows the geometry of '{deformed.name}', which armature "
                              f"'{armature.name}' deforms: the rig would loop through it (a dependency cycle, which "
                              "Blender evaluates in no fixed order); hang it from something the armature does not "
                              "deform, or pose the chain with Solve, Live or Bake")
@@ -233,25 +234,35 @@ def check(armature, chain, spec, replaced=()):
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
-def _deformed_source(armature, obj, first_bone):
+def _deformed_source(armature, obj, first_bone, bone_name="", seen=None):
     """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
-    hung from the chain, whose first bone is ``first_bone``), ``obj`` or an object it hangs from follows (a vertex
-    parent, Shrinkwrap, Follow Path, a vertex group subtarget), or None. Blender's dependency graph then loops through
-    the rig: the pose deforms the mesh, which places the goal, which poses the chain."""
-    seen = set()
-    while obj is not None and obj.name_full not in seen:
-        seen.add(obj.name_full)
-        sources = [obj.parent] if obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3") else []
-        for constraint in obj.constraints:
-            target = getattr(constraint, "target", None)
-            if target is not None and not constraint.mute and (
-                    constraint.type in _GEOMETRY_CONSTRAINTS or getattr(constraint, "subtarget", "")
-                    and target.type != "ARMATURE"):
-                sources.append(target)
-        for source in sources:
-            if _deforms(armature, source, set(), first_bone):
-                return source
-        obj = obj.parent
+    hung from the chain, whose first bone is ``first_bone``), ``obj`` (or its bone ``bone_name``, or a bone above it)
+    or an object or bone it hangs from or its constraints follow follows (a vertex parent, Shrinkwrap, Follow Path, a
+    vertex group subtarget), or None. Blender's dependency graph then loops through the rig: the pose deforms the mesh,
+    which places the goal, which poses the chain."""
+    seen = set() if seen is None else seen
+    if obj is None or (obj.name_full, bone_name) in seen:
+        return None
+    seen.add((obj.name_full, bone_name))
+    pose_bone = getattr(obj.pose, "bones", {}).get(bone_name) if bone_name else None
+    owners = ([pose_bone, *pose_bone.parent_recursive] if pose_bone is not None else []) + [obj]
+    sources = [obj.parent] if obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3") else []
+    for constraint in [constraint for owner in owners for constraint in owner.constraints]:
+        target = getattr(constraint, "target", None)
+        if target is not None and not constraint.mute and (
+                constraint.type in _GEOMETRY_CONSTRAINTS or getattr(constraint, "subtarget", "")
+                and target.type != "ARMATURE"):
+            sources.append(target)
+    for source in sources:
+        if _deforms(armature, source, set(), first_bone):
+            return source
+    # What places it in turn: its parent (or parent bone), and what its constraints follow (a Child Of to a cup).
+    followed = [(obj.parent, obj.parent_bone if obj.parent_type == "BONE" else "")]
+    followed += [pair for owner in owners for pair in own_constraint_targets(owner)]
+    for target, subtarget in followed:
+        found = _deformed_source(armature, target, first_bone, subtarget, seen)
+        if found is not None:
+            return found
     return None
 
 
