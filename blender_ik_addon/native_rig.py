@@ -221,10 +221,10 @@ def check(armature, chain, spec, replaced=()):
                                "dependency cycle in the rig); choose a bone outside the chain")
         deformed = _deformed_source(armature, obj, chain.names[0], bone_name)
         if deformed is not None:
-            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' follows the geometry of '{deformed.name}', which armature "
-                             f"'{armature.name}' deforms: the rig would loop through it (a dependency cycle, which "
-                             "Blender evaluates in no fixed order); hang it from something the armature does not "
-                             "deform, or pose the chain with Solve, Live or Bake")
+            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' follows the geometry of '{deformed.name}', "
+                             f"which armature '{armature.name}' deforms: the rig would loop through it (a dependency "
+                             "cycle, which Blender evaluates in no fixed order); hang it from something the armature "
+                             "does not deform, or pose the chain with Solve, Live or Bake")
     if not getattr(bpy.context, "view_layer", None) or armature.name not in bpy.context.view_layer.objects:
         raise ChainError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
 
