@@ -465,7 +465,8 @@ def _updated(depsgraph):
         if isinstance(original, Object):
             if original.type == "ARMATURE" and len(original.blender_ik.chains):
                 chained.append(original)
-                if not _stale[0] and original.name not in _live and _has_live(original):
+                # (a linked one is never live here: rescan leaves it out, and would be asked for again and again)
+                if not _stale[0] and original.library is None and original.name not in _live and _has_live(original):
                     _stale[0] = True
         elif isinstance(original, Armature):
             armature_datas.append(original)

@@ -151,18 +151,18 @@ def override_character(bpy, path, objects):
     return hero
 
 
-def skin_patch(bpy):
-    """A patch of skin by the arm's hand (scenes.build_arm): a mesh object 'Skin' (a triangle and a point), in the scene,
-    not yet deformed by anything."""
+def skin_patch(bpy, name="Skin"):
+    """A patch of skin by the arm's hand (scenes.build_arm): a mesh object ``name`` (a triangle and a point), in the
+    scene, not yet deformed by anything."""
     import bmesh
-    mesh = bpy.data.meshes.new("Skin")
+    mesh = bpy.data.meshes.new(name)
     shape = bmesh.new()
     for co in [(0.9, 0.3, 1.1), (1.0, 0.3, 1.1), (0.9, 0.4, 1.1), (0.9, 0.3, 1.2)]:
         shape.verts.new(co)
     shape.verts.ensure_lookup_table()
     shape.faces.new(shape.verts[:3])
     shape.to_mesh(mesh)
-    skin = bpy.data.objects.new("Skin", mesh)
+    skin = bpy.data.objects.new(name, mesh)
     bpy.context.scene.collection.objects.link(skin)
     return skin
 

@@ -1,25 +1,16 @@
 """Review 70: a skinned character end to end, as a character TD delivering a rig and an animator using it: props and
 controls on the character's skin, Build Rig's refusal of goals that follow geometry its armature deforms."""
 import bpy  # noqa: F401  (mathutils comes with bpy)
-import bmesh
 import pytest
 
-from rigs import add_empty, arm_with_chain
+from rigs import add_empty, arm_with_chain, skin_patch
 from scenes import add_bone
 
 
 def _chest(bpy, deformer):
     """A patch of the character's chest (a mesh) that ``deformer`` deforms, its vertices all weighted to its bone 'root'
     (outside the chain b1 > b2 > b3)."""
-    mesh = bpy.data.meshes.new("Chest")
-    shape = bmesh.new()
-    for co in [(0.9, 0.3, 1.1), (1.0, 0.3, 1.1), (0.9, 0.4, 1.1), (0.9, 0.3, 1.2)]:
-        shape.verts.new(co)
-    shape.verts.ensure_lookup_table()
-    shape.faces.new(shape.verts[:3])
-    shape.to_mesh(mesh)
-    chest = bpy.data.objects.new("Chest", mesh)
-    bpy.context.scene.collection.objects.link(chest)
+    chest = skin_patch(bpy, "Chest")
     chest.vertex_groups.new(name="root").add([0, 1, 2, 3], 1.0, "REPLACE")
     chest.modifiers.new("Armature", "ARMATURE").object = deformer
     return chest
