@@ -209,8 +209,17 @@ def _verify(scene, armature, checks, frames):
                 if goals is not None:
                     verify_goals(chain, spec, solution, goals)
             except ChainError as error:
-                raise ChainError(f"At frame {frame}: {error.message}".replace("nothing was changed",
-                                                                              "the keys were put back as they were"),
+                message = error.message
+                early = [start for start, _ in sampling.simulations(scene) if start < 0]
+                if early and "moves when the chain is posed" in message:
+                    # Blender does not replay a simulation from before frame 0 the same way once the keys are
+                    # written: the goal that follows it moved, not one that follows the chain.
+                    moved, _, rest = message.partition(": it follows ")
+                    message = (f"{moved}: the scene simulates from frame {min(early)}, before frame 0, with no bake, "
+                               "which Blender does not replay the same way once the keys are written (bake it first: "
+                               f"Bake All Dynamics, in the Rigid Body World's or the physics' Cache); or it follows {rest}")
+                raise ChainError(f"At frame {frame}: {message}".replace("nothing was changed",
+                                                                        "the keys were put back as they were"),
                                  spec.label) from None
     finally:
         if elsewhere:

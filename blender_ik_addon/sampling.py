@@ -594,7 +594,7 @@ def _has_simulation_zone(node_group, seen=None):
                or node.type == "GROUP" and _has_simulation_zone(node.node_tree, seen) for node in node_group.nodes)
 
 
-def _simulations(scene):
+def simulations(scene):
     """The (start, end) frames of each simulation of ``scene`` that Blender steps frame by frame and has not baked: the
     rigid body world, and its objects' cloth, soft bodies, dynamic paint, particles (their point caches) and geometry
     nodes' simulation zones (the scene's simulation range)."""
@@ -622,12 +622,12 @@ def _simulations(scene):
 
 def _sweep(scene, wanted):
     """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
-    simulates (rigid bodies, cloth, soft bodies, particles, simulation zones: :func:`_simulations`) without a bake:
+    simulates (rigid bodies, cloth, soft bodies, particles, simulation zones: :func:`simulations`) without a bake:
     Blender steps a simulation only one frame forward from the frame it showed (a jump leaves its bodies where they
     were), so then also every frame from each simulation's start to the last one wanted (or its end, past which it
     holds), one after the other."""
     last, frames = max(wanted), set(wanted)
-    for start, end in _simulations(scene):
+    for start, end in simulations(scene):
         frames.update(range(start, min(last, end) + 1))
     return sorted(frames)
 
