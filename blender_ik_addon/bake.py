@@ -217,7 +217,8 @@ def _verify(scene, armature, checks, frames):
                     moved, _, rest = message.partition(": it follows ")
                     message = (f"{moved}: the scene simulates from frame {min(early)}, before frame 0, with no bake, "
                                "which Blender does not replay the same way once the keys are written (bake it first: "
-                               f"Bake All Dynamics, in the Rigid Body World's or the physics' Cache); or it follows {rest}")
+                               "Bake All Dynamics, in the Rigid Body World's or the physics' Cache); or it follows "
+                               f"{rest}")
                 raise ChainError(f"At frame {frame}: {message}".replace("nothing was changed",
                                                                         "the keys were put back as they were"),
                                  spec.label) from None
