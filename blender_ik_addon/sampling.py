@@ -620,7 +620,7 @@ def _simulations(scene):
     return ranges
 
 
-def _sweep(scene, wanted):
+def sweep(scene, wanted):
     """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
     simulates (rigid bodies, cloth, soft bodies, particles, simulation zones: :func:`_simulations`) without a bake:
     Blender steps a simulation only one frame forward from the frame it showed (a jump leaves its bodies where they
@@ -696,7 +696,7 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         for index, value in enumerate(frames.tolist()):
             wanted.setdefault(int(value), []).append(index)
         try:
-            for value in _sweep(scene, wanted):
+            for value in sweep(scene, wanted):
                 scene.frame_set(value)
                 for index in wanted.get(value, ()):
                     for key, matrices in per_frame.items():
