@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from rigs import add_empty, build_arm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,3 +60,35 @@ def test_a_range_after_the_simulations_start_bakes_a_target_on_it(tmp_path):
             tip = obj.matrix_world @ obj.pose.bones["b3"].tail
             assert (tip - target.matrix_world.translation).length < 1e-4, frame
     bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+@pytest.mark.parametrize("dynamics", [False, True])
+def test_static_hair_is_no_simulation_to_step_through(blender, dynamics):
+    """A furry character (a hair particle system without dynamics, which Blender poses at any frame) made a bake of
+    frames 200-210 whose target is read frame by frame step the scene through frames 1-210: twenty times the frames
+    for nothing, with no word of why. Hair dynamics is a simulation, stepped from its start."""
+    bpy = blender
+    from blender_ik_addon.ops import bake_armature
+    obj = build_arm()
+    obj.blender_ik.tip_bone = "b3"
+    target = add_empty("Target", location=(0.9, 0.3, 1.1))
+    obj.blender_ik.active_chain.target = target
+    target.constraints.new("COPY_ROTATION").target = add_empty("Turn", rotation=(0.2, 0.1, 0.0))  # read per frame
+    bpy.ops.mesh.primitive_plane_add(location=(3.0, 0.0, 0.0))
+    bpy.context.active_object.modifiers.new("Fur", "PARTICLE_SYSTEM")
+    system = bpy.context.active_object.particle_systems[0]
+    system.settings.type, system.use_hair_dynamics = "HAIR", dynamics
+    scene = bpy.context.scene
+    scene.frame_end = 250
+    scene.frame_set(205)  # the bake sets it back
+    shown = []
+    bpy.app.handlers.frame_change_post.append(handler := lambda scene, *_: shown.append(scene.frame_current))
+    try:
+        result = bake_armature(scene, obj, "ALL", 200, 210)
+    finally:
+        bpy.app.handlers.frame_change_post.remove(handler)
+    assert not result.unreachable
+    assert min(shown) == (1 if dynamics else 200)
+    for frame in range(200, 211):
+        scene.frame_set(frame)
+        assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-4
