@@ -194,7 +194,8 @@ def _check_frame(scene, frames):
 def _verify(scene, armature, checks, frames):
     """The self-check: read back the pose Blender evaluates from the new keys at one baked frame and compare it
     with the solve. At the current frame only the armature was re-evaluated; another frame is set and
-    set back."""
+    set back, through every frame from a simulation's start (the new keys may have reset its cache: a cape the body
+    deforms)."""
     index = _check_frame(scene, frames)
     frame = int(frames[index])
     elsewhere = frame != scene.frame_current or scene.frame_subframe != 0.0
@@ -202,7 +203,8 @@ def _verify(scene, armature, checks, frames):
     try:
         if elsewhere:
             with runtime.paused():
-                scene.frame_set(frame)
+                for value in sampling.sweep(scene, [frame]):
+                    scene.frame_set(value)
         for spec, chain, solution, goals in checks:
             try:
                 verify_pose(chain, solution, 0)

@@ -612,7 +612,9 @@ def simulations(scene):
                 caches += [surface.point_cache for surface in modifier.canvas_settings.canvas_surfaces]
             elif modifier.type == "NODES":
                 zones = zones or _has_simulation_zone(modifier.node_group)
-        caches += [system.point_cache for system in obj.particle_systems]
+        # Hair without dynamics is not simulated: Blender poses it at any frame.
+        caches += [system.point_cache for system in obj.particle_systems
+                   if system.settings.type != "HAIR" or system.use_hair_dynamics]
     ranges = [(cache.frame_start, cache.frame_end) for cache in caches if not cache.is_baked]
     if zones:
         ranges.append((scene.simulation_frame_start, scene.simulation_frame_end) if scene.use_custom_simulation_range
@@ -620,7 +622,7 @@ def simulations(scene):
     return ranges
 
 
-def _sweep(scene, wanted):
+def sweep(scene, wanted):
     """The frames to set, in order, to read the frames ``wanted`` as Blender plays them: those, unless the scene
     simulates (rigid bodies, cloth, soft bodies, particles, simulation zones: :func:`simulations`) without a bake:
     Blender steps a simulation only one frame forward from the frame it showed (a jump leaves its bodies where they
@@ -696,7 +698,7 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         for index, value in enumerate(frames.tolist()):
             wanted.setdefault(int(value), []).append(index)
         try:
-            for value in _sweep(scene, wanted):
+            for value in sweep(scene, wanted):
                 scene.frame_set(value)
                 for index in wanted.get(value, ()):
                     for key, matrices in per_frame.items():
