@@ -234,35 +234,35 @@ def check(armature, chain, spec, replaced=()):
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
-def _deformed_source(armature, obj, first_bone, bone_name="", seen=None):
+def _deformed_source(armature, obj, first_bone, bone_name=""):
     """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
     hung from the chain, whose first bone is ``first_bone``), ``obj`` (or its bone ``bone_name``, or a bone above it)
     or an object or bone it hangs from or its constraints follow follows (a vertex parent, Shrinkwrap, Follow Path, a
     vertex group subtarget), or None. Blender's dependency graph then loops through the rig: the pose deforms the mesh,
-    which places the goal, which poses the chain."""
-    seen = set() if seen is None else seen
-    if obj is None or (obj.name_full, bone_name) in seen:
-        return None
-    seen.add((obj.name_full, bone_name))
-    pose_bone = getattr(obj.pose, "bones", {}).get(bone_name) if bone_name else None
-    owners = ([pose_bone, *pose_bone.parent_recursive] if pose_bone is not None else []) + [obj]
-    sources = [obj.parent] if obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3") else []
-    for constraint in [constraint for owner in owners for constraint in owner.constraints]:
-        target = getattr(constraint, "target", None)
-        if target is not None and not constraint.mute and (
-                constraint.type in _GEOMETRY_CONSTRAINTS or getattr(constraint, "subtarget", "")
-                and target.type != "ARMATURE"):
-            sources.append(target)
-    for source in sources:
-        if _deforms(armature, source, set(), first_bone):
-            return source
-    # What places it in turn: its parent (or parent bone), and what its constraints follow (a Child Of to a cup).
-    followed = [(obj.parent, obj.parent_bone if obj.parent_type == "BONE" else "")]
-    followed += [pair for owner in owners for pair in own_constraint_targets(owner)]
-    for target, subtarget in followed:
-        found = _deformed_source(armature, target, first_bone, subtarget, seen)
-        if found is not None:
-            return found
+    which places the goal, which poses the chain. Followed step by step, not by recursion: a goal may follow a chain of
+    thousands of Empties."""
+    seen, waiting = set(), [(obj, bone_name)]
+    while waiting:
+        obj, bone_name = waiting.pop()
+        if obj is None or (obj.name_full, bone_name) in seen:
+            continue
+        seen.add((obj.name_full, bone_name))
+        pose_bone = getattr(obj.pose, "bones", {}).get(bone_name) if bone_name else None
+        owners = ([pose_bone, *pose_bone.parent_recursive] if pose_bone is not None else []) + [obj]
+        sources = [obj.parent] if obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3") else []
+        for constraint in [constraint for owner in owners for constraint in owner.constraints]:
+            target = getattr(constraint, "target", None)
+            if target is not None and not constraint.mute and (
+                    constraint.type in _GEOMETRY_CONSTRAINTS or getattr(constraint, "subtarget", "")
+                    and target.type != "ARMATURE"):
+                sources.append(target)
+        for source in sources:
+            if _deforms(armature, source, set(), first_bone):
+                return source
+        # What places it in turn: its parent (or parent bone), and what its constraints follow (a Child Of to a cup).
+        followed = [(obj.parent, obj.parent_bone if obj.parent_type == "BONE" else "")]
+        followed += [pair for owner in owners for pair in own_constraint_targets(owner)]
+        waiting += reversed(followed)  # (the first one next)
     return None
 
 
