@@ -612,9 +612,11 @@ def simulations(scene):
                 caches += [surface.point_cache for surface in modifier.canvas_settings.canvas_surfaces]
             elif modifier.type == "NODES":
                 zones = zones or _has_simulation_zone(modifier.node_group)
-        # Hair without dynamics is not simulated: Blender poses it at any frame.
-        caches += [system.point_cache for system in obj.particle_systems
-                   if system.settings.type != "HAIR" or system.use_hair_dynamics]
+            elif modifier.type == "PARTICLE_SYSTEM":
+                # Hair without dynamics is not simulated: Blender poses it at any frame.
+                system = modifier.particle_system
+                if system.settings.type != "HAIR" or system.use_hair_dynamics:
+                    caches.append(system.point_cache)
     ranges = [(cache.frame_start, cache.frame_end) for cache in caches if not cache.is_baked]
     if zones:
         ranges.append((scene.simulation_frame_start, scene.simulation_frame_end) if scene.use_custom_simulation_range
