@@ -54,11 +54,14 @@ def test_a_range_after_the_simulations_start_bakes_a_target_on_it(tmp_path):
     assert "all in reach" in run.stdout
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "cape_baked.blend"))
     scene, obj, target = bpy.context.scene, bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    heights = []
     for frame in range(1, 41):  # played through from the simulation's start, as Blender plays it
         scene.frame_set(frame)
+        heights.append(target.matrix_world.translation.z)
         if frame >= 20:
             tip = obj.matrix_world @ obj.pose.bones["b3"].tail
             assert (tip - target.matrix_world.translation).length < 1e-4, frame
+    assert heights[0] - heights[19] > 0.02, heights  # the cape did sink: frame 20 is not where frame 1 left it
     bpy.ops.wm.read_factory_settings(use_empty=True)
 
 
