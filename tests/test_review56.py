@@ -103,4 +103,4 @@ def test_a_bakes_checks_go_through_the_armatures_f_curves_as_often_whatever_its_
             seen[0] = 0
             assert bpy.ops.blender_ik.bake(frame_start=FRAMES[0], frame_end=FRAMES[-1]) == {"FINISHED"}
         passes.append(seen[0] / len(object_fcurves(obj)))
-    assert passes[1] <= passes[0] * 1.1, passes
+    assert 0 < passes[1] <= passes[0] * 1.1, passes  # (0: the bake no longer reads them through keys.object_fcurves)

@@ -17,7 +17,7 @@ def test_a_refused_bake_leaves_a_live_chain_with_a_built_rig_as_it_was(blender):
     other.name, other.tip_bone = "other", "b2"
     bpy.context.view_layer.update()
     before = pose_snapshot(obj)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="Chain 'other': Set the target"):
         bpy.ops.blender_ik.bake(frame_start=1, frame_end=3)
     bpy.context.view_layer.update()
     assert pose_snapshot(obj) == before
