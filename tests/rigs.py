@@ -197,3 +197,23 @@ def build_rig_refused(bpy, obj, match):
     assert set(obj.data.bones.keys()) == bones
     assert not any(len(pose_bone.constraints) for pose_bone in obj.pose.bones)
 
+
+def frames_a_bake_sets(bpy, obj, target, start, end):
+    """Bake ``obj``'s chains over ``start``-``end`` (every frame in reach), and return the frames the bake set the scene
+    to (a frame_change_post handler counts them), once the keys play back with the tip on ``target``."""
+    from blender_ik_addon.ops import bake_armature
+    scene, shown = bpy.context.scene, []
+
+    def handler(scene, *_):
+        shown.append(scene.frame_current)
+    bpy.app.handlers.frame_change_post.append(handler)
+    try:
+        result = bake_armature(scene, obj, "ALL", start, end)
+    finally:
+        bpy.app.handlers.frame_change_post.remove(handler)
+    assert not result.unreachable
+    for frame in range(start, end + 1):
+        scene.frame_set(frame)
+        assert (obj.matrix_world @ obj.pose.bones["b3"].tail - target.matrix_world.translation).length < 1e-4, frame
+    return shown
+
