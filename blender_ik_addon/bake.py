@@ -202,8 +202,12 @@ def _verify(scene, armature, checks, frames):
     current, subframe = scene.frame_current, scene.frame_subframe
     try:
         if elsewhere:
+            # Only goals read frame by frame can follow a simulation (those read from their keys follow nothing):
+            # otherwise no look through the scene's objects for one (1 ms among 3,000 objects).
+            stepped = ([frame] if all(goals is None for *_, goals in checks)
+                       else sampling.sweep(scene, [frame]))
             with runtime.paused():
-                for value in sampling.sweep(scene, [frame]):
+                for value in stepped:
                     scene.frame_set(value)
         for spec, chain, solution, goals in checks:
             try:
