@@ -927,7 +927,7 @@ def output_problems(obj, data_paths, samples, frame_range):
 
 
 # A bone's rotation channels in each of its rotation modes: it plays those of its mode now only.
-_ROTATION_PATHS = {"rotation_quaternion": "Quaternion", "rotation_euler": "Euler", "rotation_axis_angle": "Axis Angle"}
+ROTATION_PATHS = {"rotation_quaternion": "Quaternion", "rotation_euler": "Euler", "rotation_axis_angle": "Axis Angle"}
 
 
 def mode_problems(obj, data_paths, frame_range):
@@ -938,17 +938,17 @@ def mode_problems(obj, data_paths, frame_range):
     a bake of part of them leaves the rest off."""
     first, last = frame_range
     problems = []
-    wanted = {f"{data_path.rpartition('.')[0]}.{other}" for data_path in data_paths for other in _ROTATION_PATHS}
+    wanted = {f"{data_path.rpartition('.')[0]}.{other}" for data_path in data_paths for other in ROTATION_PATHS}
     played = {}  # the F-curves of those paths, listed once (a character's action holds thousands)
     for fcurve, (path, _) in _fcurves_of(obj, wanted):
         if not is_muted(fcurve):
             played.setdefault(path, []).append(fcurve)
     for data_path in data_paths:
         prefix, _, name = data_path.rpartition(".")
-        if name not in _ROTATION_PATHS:
+        if name not in ROTATION_PATHS:
             continue
         sides = {}  # path -> (frames before the range, frames after it)
-        for path in [f"{prefix}.{other}" for other in _ROTATION_PATHS]:
+        for path in [f"{prefix}.{other}" for other in ROTATION_PATHS]:
             frames = [_point_frames(fcurve.sampled_points if has_samples(fcurve) else fcurve.keyframe_points)
                       for fcurve in played.get(path, ())]
             frames = np.concatenate(frames) if frames else np.empty(0, dtype=np.float32)
@@ -960,11 +960,12 @@ def mode_problems(obj, data_paths, frame_range):
                 continue
             unplayed = np.concatenate(unplayed)
             low, high = float(min(unplayed.min(), first)), float(max(unplayed.max(), last))
+            other = path.rpartition('.')[2]
             problems.append((data_path, (
-                f"has {_ROTATION_PATHS[path.rpartition('.')[2]]} keys ({path.rpartition('.')[2]}) from frame "
-                f"{unplayed.min():g} to {unplayed.max():g}, outside frames {first:g}-{last:g}, that it no longer plays: "
-                f"its rotation mode was changed since, and the bake keys {name}, so those frames would stay off the "
-                f"target; bake frames {low:g}-{high:g} (all of them), or set the bone's rotation mode back")))
+                f"has {ROTATION_PATHS[other]} keys ({other}) from frame {unplayed.min():g} to {unplayed.max():g}, "
+                f"outside frames {first:g}-{last:g}, that it no longer plays: its rotation mode was changed since, and "
+                f"the bake keys {name}, so those frames would stay off the target; bake frames {low:g}-{high:g} (all "
+                "of them), or set the bone's rotation mode back")))
             break
     return problems
 

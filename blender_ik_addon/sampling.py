@@ -253,7 +253,6 @@ def base_reason(chain, curves=None):
 
 
 ANIMATED_ABOVE = "a bone above the chain is animated"  # base_reason's reason that direct_base may read from the keys
-_ROTATION_PATHS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
 
 
 def _bone_and_parents(armature, bone_name):
@@ -300,7 +299,7 @@ def _keys_posing(armature, bones, curves=None):
         if attribute in ("location", "scale", rotation_path(modes[name])):
             columns[(name, attribute, fcurve.array_index)] = len(animated)
             animated.append(fcurve)
-        elif attribute not in _ROTATION_PATHS:  # another mode's rotation plays no part; anything else may
+        elif attribute not in keys.ROTATION_PATHS:  # another mode's rotation plays no part; anything else may
             return f"the armature's {path} is keyed"
     return animated, columns
 
