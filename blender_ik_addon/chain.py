@@ -16,6 +16,7 @@ import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import bpy
 import numpy as np
@@ -68,10 +69,13 @@ class ChainError(ValueError):
         return self if self.chain is not None or not chain else ChainError(self.message, chain)
 
 
-@dataclass(frozen=True)
-class ChainSpec:
+class ChainSpec(NamedTuple):
     """One chain's settings in plain form (props.py builds it from a chain's property group; scripts and
-    tests may build it directly). Everything below the operators takes this, never a property group."""
+    tests may build it directly). Everything below the operators takes this, never a property group.
+
+    A named tuple, immutable as a frozen dataclass is, but made and hashed by C code: Live builds one per chain and
+    update and keys several dicts by it (a frozen dataclass cost ~5 µs of a 140 µs Live update; issue 11). Change one
+    with ``_replace``."""
 
     tip_bone: str = ""  # the chain is this bone and its two ancestors; empty: the active bone
     target: object = None  # an Object
@@ -1203,7 +1207,8 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
     armature-space matrix) as 4×4 rows, ``pole`` a point or None, ``fallback_normal`` the plane to keep where
     it is undefined (default: the rest pose's). The same math as :func:`solve_chain`, without numpy."""
     ops = _ops.FLOAT
-    columns = tuple((base[0][j], base[1][j], base[2][j]) for j in range(3))
+    (ax, bx, cx, ox), (ay, by, cy, oy), (az, bz, cz, oz) = base[0], base[1], base[2]
+    columns = (ax, ay, az), (bx, by, bz), (cx, cy, cz)
     known = _base_rotations.get(columns)
     if known is None:
         scale_of = _float_scale(columns)
@@ -1215,19 +1220,17 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
         _base_rotations[columns] = known
     scale_of, rotation = known
     _check_inherited_scale(chain, scale_of)
-    origin = (base[0][3], base[1][3], base[2][3])
+    origin = ox, oy, oz
     constants = chain.floats
-
-    def column_of(j):
-        return target[0][j], target[1][j], target[2][j]
-
+    target_columns = tuple(zip(target[0], target[1], target[2]))  # the target matrix's 4 columns, 3 rows of each
     up_column, up_sign = AXES[spec.up_axis]
-    up = scale(column_of(up_column), up_sign)
-    end = column_of(3)
+    up = scale(target_columns[up_column], up_sign)
+    end = target_columns[3]
     rest_normal = _times(rotation, constants.rest_normal)
     plane, toward, extra = _plane_arguments(ops, chain, spec, rest_normal, scale_of, origin, end, up)
+    l1, l2, l3 = constants.lengths
     try:
-        solution = solve_floats(origin, [length * scale_of for length in constants.lengths], end, up, plane=plane,
+        solution = solve_floats(origin, (l1 * scale_of, l2 * scale_of, l3 * scale_of), end, up, plane=plane,
                                 pole=pole, bend_toward=toward,
                                 fallback_normal=rest_normal if fallback_normal is None else fallback_normal,
                                 normal=extra.get("normal"),
@@ -1237,7 +1240,7 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
     if not solution.reachable and solution.miss <= REACH_RESOLUTION * scale_of * constants.size:
         solution = solution._replace(reachable=True, miss=0.0)
     local = _local_rotations(ops, chain, spec, rotation, solution.directions, solution.normal,
-                             _roll_axis(spec, column_of))
+                             _roll_axis(spec, target_columns.__getitem__))
     return ChainSolve([local], type(solution)(*[[field] for field in solution]))
 
 
@@ -1429,13 +1432,23 @@ def write_rotations(armature, writes):
     bones = armature.pose.bones
     for attribute, values in writes.items():
         width = 3 if attribute == "rotation_euler" else 4
-        buffer = np.empty(len(bones) * width, dtype=np.float32)
+        size = len(bones) * width
+        buffer = _write_buffers.get(size)
+        if buffer is None:
+            if len(_write_buffers) >= 16:
+                _write_buffers.clear()
+            buffer = _write_buffers[size] = np.empty(size, dtype=np.float32)
         bones.foreach_get(attribute, buffer)
         for name, value in values:
             index = bones.find(name) * width
             buffer[index:index + width] = value
         bones.foreach_set(attribute, buffer)
-    armature.update_tag(refresh={"OBJECT"})
+    armature.update_tag(refresh=_OBJECT)
+
+
+# write_rotations' buffers by size, made once: each is filled whole before use (a Live update made a new one).
+_write_buffers = {}
+_OBJECT = {"OBJECT"}
 
 
 def evaluate_now():
@@ -1586,21 +1599,21 @@ def _tip_error(tip_bone, solution, index):
     """:func:`pose_error` of the chain's tip bone ``tip_bone``. The last bone's direction is its posed Y axis, from which
     Blender places its tail: the head-to-tail difference of a bone of 1e-5 (or of 1e-4 ten units from the armature's
     origin) is float32 noise to a tenth of a degree, which refused a solve Blender showed exactly."""
-    tip = tip_bone.tail
-    direction = tip_bone.matrix.col[1].xyz
-    expected = Vector(solution.directions[index][2])
-    angle = math.atan2(direction.cross(expected).length, direction.dot(expected))
-    return (tip - Vector(solution.joints[index][3])).length, angle
+    matrix = tip_bone.matrix
+    direction = matrix[0][1], matrix[1][1], matrix[2][1]  # its Y column
+    expected = solution.directions[index][2]
+    angle = math.atan2(math.hypot(*cross(direction, expected)), dot(direction, expected))
+    return math.dist(tip_bone.tail, solution.joints[index][3]), angle
 
 
 def _posed_reach(solution, index):
-    """The solve's joints (Vectors), the chain's reach as posed, and the size the self-check's tolerance is relative to:
-    that reach or the tip's distance from the armature's origin, the larger. The reach as posed, not the rest lengths:
-    a parent bone scaled 0.01 (a master control sizing the character) makes it a hundredth of them, which allowed the
-    tip a hundred times too far off."""
-    joints = [Vector(joint) for joint in solution.joints[index]]
-    reach = sum((joints[link + 1] - joints[link]).length for link in range(3))
-    return joints, reach, max(reach, joints[3].length)
+    """The solve's joints (float triples), the chain's reach as posed, and the size the self-check's tolerance is
+    relative to: that reach or the tip's distance from the armature's origin, the larger. The reach as posed, not the
+    rest lengths: a parent bone scaled 0.01 (a master control sizing the character) makes it a hundredth of them, which
+    allowed the tip a hundred times too far off."""
+    joints = solution.joints[index]
+    reach = math.dist(joints[0], joints[1]) + math.dist(joints[1], joints[2]) + math.dist(joints[2], joints[3])
+    return joints, reach, max(reach, math.hypot(*joints[3]))
 
 
 def _changed_by(chain):
@@ -1628,8 +1641,8 @@ def verify_pose(chain, solution, index=0, middle=False):
                          "changed")
     if not middle:
         return
-    if (joints[2] - joints[0]).length > 0.01 * reach:
-        off = (chain.pose_bones[1].head - joints[1]).length
+    if math.dist(joints[2], joints[0]) > 0.01 * reach:
+        off = math.dist(chain.pose_bones[1].head, joints[1])
         if not off <= POSE_TOLERANCE * scale:
             away = distance_text(bpy.context.scene, chain.armature, off)
             raise ChainError(f"Blender shows the middle joint of '{chain.names[2]}' {away} from where the solve put "

@@ -2,7 +2,6 @@
 (pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
 import ast
-import dataclasses
 
 import bpy
 import numpy as np
@@ -251,7 +250,7 @@ class BLENDER_IK_OT_solve(_ArmatureOperator, bpy.types.Operator):
         solved = solve_chains(armature, [props.chain_spec(c) for c in chosen])
         pin_tip_bones(chosen, {spec: chain.names[2] for spec, chain, _ in solved})
         # A chain of the active bone is named after it now: its read-out and the report go by that name.
-        solved = [(spec if spec.label else dataclasses.replace(spec, name=chain.names[2]), chain, solve)
+        solved = [(spec if spec.label else spec._replace(name=chain.names[2]), chain, solve)
                   for spec, chain, solve in solved]
         for spec, chain, solve in solved:
             runtime.store_solution(armature, spec.label, solve.solution, goals=solve.goals)
@@ -930,7 +929,7 @@ def _trial_build(armature, chosen, specs, read, levels):
     and check them as the build itself is checked; then remove them and put the old ones back as they were. A
     rebuild the self-check refuses so changes nothing (removing the old rigs first lost them), and one it accepts
     is built again under the chains' own names: the same rigs on the same scene."""
-    trials = [dataclasses.replace(spec, name=f"{spec.name}~trial") for spec in specs]
+    trials = [spec._replace(name=f"{spec.name}~trial") for spec in specs]
     with _MutedRigs(armature, chosen):
         native_rig.build_many(armature, [(read[spec], trial) for spec, trial in zip(specs, trials)])
         try:

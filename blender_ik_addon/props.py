@@ -48,8 +48,8 @@ ROLL_ITEMS = [("NONE", "Keep Rest Roll", "Each bone keeps its rest roll relative
 
 # A library override of the armature keeps its own IK settings.
 _OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
-# The chain settings a ChainSpec carries, in the order of its fields.
-SPEC_FIELDS = ("tip_bone", "target", "target_bone", "up_axis", "plane", "pole", "pole_bone", "bend", "roll_axis")
+# The chain settings a ChainSpec carries: its fields but the last, name (chain_spec gives it the tip bone's if empty).
+SPEC_FIELDS = ChainSpec._fields[:-1]
 
 
 # Called with the armature and the chain when a chain's Live setting changes. live.py, above this module, adds its
@@ -183,8 +183,8 @@ class BLENDER_IK_PG_settings(bpy.types.PropertyGroup):
 
 def chain_spec(chain_settings):
     """The plain description of one chain's settings (the one place settings are read)."""
-    values = {field: getattr(chain_settings, field) for field in SPEC_FIELDS}
-    return ChainSpec(name=chain_settings.name or chain_settings.tip_bone, **values)
+    values = [getattr(chain_settings, field) for field in SPEC_FIELDS]
+    return ChainSpec(*values, chain_settings.name or values[0])
 
 
 def rig_key(chain_settings):

@@ -24,7 +24,7 @@ class Readout:
     shown: tuple = ()
 
 
-_readouts = {}  # (armature's session_uid, chain name) -> Readout
+_readouts = {}  # (armature's session_uid, chain name) -> Readout, or what store_solution makes one of
 # _readouts may hold this many before the read-outs of chains no longer there are dropped (_drop_gone): an armature
 # deleted, a chain renamed or removed by a script. A session kept every one of them (3.7 kB each).
 _limit = [256]
@@ -58,12 +58,18 @@ def _drop_gone():
 def store_solution(armature, chain_name, solution, index=0, goals=None):
     """Keep a solve's result (sample ``index`` of a solver solution) for the read-out of ``armature``'s chain.
     ``goals``: the target's armature-space rows, the pole point (or None) and the settings it was solved for
-    (chain.ChainSolve.goals), for the read-out to tell when it has become a past one."""
-    _store(armature, chain_name, Readout(
+    (chain.ChainSolve.goals), for the read-out to tell when it has become a past one. With ``goals``, the Readout is
+    made when first read (:func:`readout`): it holds the solution then anyway, and a Live update would spend 4 µs making
+    one that no panel draws (issue 11)."""
+    _store(armature, chain_name, (solution, index, goals) if goals is not None else _solved(solution, index, None))
+
+
+def _solved(solution, index, goals):
+    return Readout(
         REACHED if solution.reachable[index] else OUT_OF_REACH, float(solution.miss[index]),
         (float(solution.yaw[index]), float(solution.theta0[index]), float(solution.theta1[index]),
          float(solution.theta2[index]), float(solution.roll[index])),
-        shown=() if goals is None else (solution, index, goals)))
+        shown=() if goals is None else (solution, index, goals))
 
 
 def store_error(armature, chain_name, message):
@@ -72,7 +78,11 @@ def store_error(armature, chain_name, message):
 
 def readout(armature, chain_name):
     """The last result of ``armature``'s chain, or None when it was not solved in this session."""
-    return _readouts.get((_owner(armature), chain_name))
+    key = (_owner(armature), chain_name)
+    found = _readouts.get(key)
+    if isinstance(found, tuple):  # stored by store_solution, not read since
+        found = _readouts[key] = _solved(*found)
+    return found
 
 
 def forget(armature=None, chain_name=None):
