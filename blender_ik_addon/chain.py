@@ -988,8 +988,9 @@ def goal_matrices(chain, spec):
     for axis, role in ((spec.up_axis, ""), (spec.roll_axis, ", its roll axis: the roll would be any")):
         if axis == "NONE":
             continue
-        column, _ = AXES[axis]
-        if math.sqrt(sum(row[column] * row[column] for row in matrix[:3])) < 1e-12:
+        column = AXES[axis][0]
+        x, y, z = matrix[0][column], matrix[1][column], matrix[2][column]
+        if x * x + y * y + z * z < 1e-24:  # a length under 1e-12
             raise ChainError(f"The target '{goal_label(spec.target, spec.target_bone)}' has zero scale on its "
                              f"{axis.lstrip('-')} axis{role}")
     pole_matrix = None
@@ -1241,7 +1242,7 @@ def solve_one(chain, base, target, spec, pole=None, fallback_normal=None):
         solution = solution._replace(reachable=True, miss=0.0)
     local = _local_rotations(ops, chain, spec, rotation, solution.directions, solution.normal,
                              _roll_axis(spec, target_columns.__getitem__))
-    return ChainSolve([local], type(solution)(*[[field] for field in solution]))
+    return ChainSolve([local], type(solution)(*zip(solution)))  # each field a sample of one (zip: no Python loop)
 
 
 # Up to this many samples, solve_chain solves each on floats (solve_one, ~25-30 µs a sample): numpy's cost per call
@@ -1391,19 +1392,19 @@ def pose_chain(chain, local_rotations, writes=None):
     for pose_bone, rotation in zip(chain.pose_bones, local_rotations):
         matrix = Matrix(rotation.tolist() if isinstance(rotation, np.ndarray) else rotation)
         mode = pose_bone.rotation_mode
-        if mode in rotations.EULER_ORDERS:
-            current = pose_bone.rotation_euler
-            before.append(current[:])
-            own.setdefault("rotation_euler", []).append((pose_bone.name, matrix.to_euler(mode, current)))
-            continue
-        quaternion = matrix.to_quaternion()
         if mode == "QUATERNION":
+            quaternion = matrix.to_quaternion()
             current = pose_bone.rotation_quaternion[:]
             before.append(current)
             if quaternion.dot(current) < 0.0:
                 quaternion.negate()
             own.setdefault("rotation_quaternion", []).append((pose_bone.name, quaternion))
+        elif mode in rotations.EULER_ORDERS:
+            current = pose_bone.rotation_euler
+            before.append(current[:])
+            own.setdefault("rotation_euler", []).append((pose_bone.name, matrix.to_euler(mode, current)))
         else:
+            quaternion = matrix.to_quaternion()
             current = pose_bone.rotation_axis_angle[:]
             before.append(current)
             w, x, y, z = quaternion

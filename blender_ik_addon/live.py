@@ -474,8 +474,9 @@ def _updated(depsgraph):
 
 
 def _in_scene(name, scene, view_layer):
-    """The local object named ``name`` and where it is: "view layer" (in ``view_layer``, the depsgraph's in a handler),
-    "scene" (in ``scene`` but not in the view layer: an excluded collection) or None. The object found last under that
+    """The local object named ``name`` and where it is: "shown" (``view_layer`` shows it, so evaluates it), "view layer"
+    (in ``view_layer``, the depsgraph's in a handler), "scene" (in ``scene`` but not in the view layer: an excluded
+    collection) or None. The object found last under that
     name is asked first whether the view layer shows it (``visible_get``: Blender finds an object's base in a view layer
     by a hash), so a visible armature costs no lookup by name: ``view_layer.objects``, ``bpy.data.objects`` and
     ``scene.objects`` all look a name up one object at a time (73, 143 and 185 µs for the last of 3,000), which every
@@ -484,7 +485,7 @@ def _in_scene(name, scene, view_layer):
     if known is not None and view_layer is not None:
         try:
             if known.name == name and known.library is None and known.visible_get(view_layer=view_layer):
-                return known, "view layer"
+                return known, "shown"
         except ReferenceError:  # deleted
             pass
     found, where = _looked_up(name, scene, view_layer)
@@ -558,7 +559,9 @@ def follow(scene, depsgraph=None, view_layer=None, render=False):
         live_chains = _live_chains(armature) if armature is not None and armature.type == "ARMATURE" else None
         if not live_chains:
             _stale[0] = True  # renamed, deleted or switched off: rebuild on the next update
-        elif where == "view layer" or (where == "scene" and view_layer is None):
+        elif where == "shown" and not render:  # (a render evaluates what its own settings enable)
+            armatures.append((armature, live_chains))
+        elif where in ("view layer", "shown") or (where == "scene" and view_layer is None):
             # In the view layer, but maybe in a collection disabled in viewports: Blender would show none of it.
             if not _not_evaluated(armature, live_chains):
                 armatures.append((armature, live_chains))
