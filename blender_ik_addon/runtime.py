@@ -2,7 +2,6 @@
 
 Read-outs are keyed by armature object and chain name; they are lost on reload, as a read-out should be.
 """
-import contextlib
 from dataclasses import dataclass
 
 import bpy
@@ -105,13 +104,19 @@ def pauses():
     return _pauses[0]
 
 
-@contextlib.contextmanager
-def paused(counted=True):
+class paused:
     """No live solving inside (a bake steps through frames and writes its own keys; a solve poses).
-    ``counted=False``: live solving's own section, which changes only what it solves (see :func:`pauses`)."""
-    was_paused, _paused[0] = _paused[0], True
-    try:
-        yield
-    finally:
-        _paused[0] = was_paused
-        _pauses[0] += counted
+    ``counted=False``: live solving's own section, which changes only what it solves (see :func:`pauses`).
+    A context manager class, not a generator: Live enters one on every update (1.5 µs in situ as a generator)."""
+
+    __slots__ = ("counted", "was")
+
+    def __init__(self, counted=True):
+        self.counted = counted
+
+    def __enter__(self):
+        self.was, _paused[0] = _paused[0], True
+
+    def __exit__(self, *exc):
+        _paused[0] = self.was
+        _pauses[0] += self.counted
