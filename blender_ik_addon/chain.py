@@ -417,6 +417,7 @@ class CouplingReader:
 
     def __init__(self):
         self._bones, self._drivers, self._objects = {}, {}, {}
+        self.coupled = False  # some owner read has a constraint (active or not) or some object read has drivers
 
     def bone_targets(self, armature, bone_name):
         """:func:`constraint_targets` (a list shared with later calls: kept as is)."""
@@ -432,6 +433,7 @@ class CouplingReader:
             pose_bone = pose_bone.parent
         drivers = self._driver_targets(armature)[0] if path else None
         for pose_bone in reversed(path):  # from the top down: a bone's own constraints and drivers, then its parents'
+            self.coupled = self.coupled or bool(len(pose_bone.constraints))
             found = own_constraint_targets(pose_bone) + drivers.get(pose_bone.name, []) + found
             self._bones[pointer, pose_bone.name] = found
         return found
@@ -439,6 +441,8 @@ class CouplingReader:
     def _driver_targets(self, obj):
         pointer = obj.as_pointer()
         if pointer not in self._drivers:
+            data = obj.animation_data
+            self.coupled = self.coupled or data is not None and bool(len(data.drivers))
             self._drivers[pointer] = driver_targets(obj)
         return self._drivers[pointer]
 
@@ -446,6 +450,7 @@ class CouplingReader:
         """What the active constraints and the drivers of ``obj`` itself follow."""
         pointer = obj.as_pointer()
         if pointer not in self._objects:
+            self.coupled = self.coupled or bool(len(obj.constraints))
             self._objects[pointer] = own_constraint_targets(obj) + self._driver_targets(obj)[1]
         return self._objects[pointer]
 

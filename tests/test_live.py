@@ -432,3 +432,96 @@ def test_a_scripts_change_of_a_live_chains_setting_is_followed(blender, setting)
     if setting == "plane":
         middle = np.array(obj.matrix_world @ obj.pose.bones["b2"].head)
         assert middle[1] < -0.1  # toward the pole, off the plane it bent in
+
+
+def _hang_target_on_hand(bpy, obj, target):
+    """B's target parented to the arm's tip bone, where it is."""
+    world = target.matrix_world.copy()
+    target.parent, target.parent_type, target.parent_bone = obj, "BONE", "b3"
+    bpy.context.view_layer.update()
+    target.matrix_world = world
+
+
+def _pin_target_to_hand(bpy, obj, target):
+    """A Child Of on B's target, to the arm's tip bone, set where the target is."""
+    constraint = target.constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = obj, "b3"
+    bpy.context.view_layer.update()
+    constraint.inverse_matrix = (obj.matrix_world @ obj.pose.bones["b3"].matrix).inverted()
+
+
+def _hang_chain_on_hand(bpy, obj, target):
+    """B's bones re-parented (in Edit Mode) below the arm's tip bone: B's own bones and goals stay as they were."""
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["P"].parent = obj.data.edit_bones["b3"]
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def _pin_parent_to_hand(bpy, obj, target):
+    """A Child Of on the bone B hangs from (no bone of B's own), to the arm's tip bone, set where the bone is: nothing
+    moves until the arm does."""
+    constraint = obj.pose.bones["P"].constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = obj, "b3"
+    constraint.inverse_matrix = (obj.matrix_world @ obj.pose.bones["b3"].matrix).inverted()
+
+
+@pytest.mark.parametrize("couple", [_hang_target_on_hand, _pin_target_to_hand, _hang_chain_on_hand,
+                                    _pin_parent_to_hand])
+@pytest.mark.parametrize("together", [False, True])
+def test_a_chain_coupled_to_the_dragged_one_mid_drag_follows_it(blender, couple, together):
+    """Live keeps which idle chains a dragged chain moves from one update to the next (issue 11): a chain made to follow
+    the dragged one in the middle of the drag (its target hung on the dragged hand or pinned to it by a Child Of, its
+    bones re-parented below it in Edit Mode, the bone it hangs from pinned to it) must be solved with it from then on,
+    as Blender shows both."""
+    bpy = blender
+    from rigs import arm_and_chain_beside, tips_off
+    obj, targets = arm_and_chain_beside(bpy)
+    for chain in obj.blender_ik.chains:
+        chain.live = True
+    bpy.context.view_layer.update()
+    for _ in range(3):  # the drag: B does not follow A yet
+        targets[0].location.x -= 0.02
+        bpy.context.view_layer.update()
+    assert max(tips_off(bpy, obj, targets)) < 1e-5
+    for step in range(4):
+        if step == 0:  # coupled in the update that moves the arm's target too (a script), or in one of its own
+            couple(bpy, obj, targets[1])
+            if together:
+                targets[0].location.x -= 0.02
+            bpy.context.view_layer.update()
+        targets[0].location.x -= 0.02
+        targets[0].location.z += 0.01
+        bpy.context.view_layer.update()
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (step, off, readout(obj, "B"))
+        assert readout(obj, "B").status == "REACHED"
+
+
+def test_a_chain_a_keyed_constraint_couples_to_the_dragged_one_at_another_frame_follows_it(blender):
+    """Which idle chains a dragged chain moves is kept from one update to the next only where no constraint or driver
+    is read: a Child Of on the bone B hangs from, to the arm's tip bone, keyed off at frame 1 and on at frame 2, couples
+    B to the arm from frame 2 on, with no setting changed; dragging the arm there must solve B with it."""
+    bpy = blender
+    from rigs import arm_and_chain_beside, tips_off
+    obj, targets = arm_and_chain_beside(bpy)
+    constraint = obj.pose.bones["P"].constraints.new("CHILD_OF")
+    constraint.target, constraint.subtarget = obj, "b3"
+    for frame, influence in ((1, 0.0), (2, 1.0)):
+        constraint.influence = influence
+        constraint.keyframe_insert("influence", frame=frame)
+    bpy.context.scene.frame_set(1)
+    for chain in obj.blender_ik.chains:
+        chain.live = True
+    bpy.context.view_layer.update()
+    for _ in range(3):  # B does not follow A at frame 1
+        targets[0].location.x -= 0.02
+        bpy.context.view_layer.update()
+    assert max(tips_off(bpy, obj, targets)) < 1e-5
+    bpy.context.scene.frame_set(2)
+    for step in range(3):
+        targets[0].location.x -= 0.02
+        targets[0].location.z += 0.01
+        bpy.context.view_layer.update()
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (step, off, readout(obj, "B"))
