@@ -385,7 +385,8 @@ def _reading_posers_once(bake):
 @_reading_posers_once
 def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpolation="LINEAR", progress=None,
                 allow_shared=False, output="KEYS"):
-    """Key the chains ``specs`` (ChainSpec) of ``armature`` on every ``step``-th frame of the range.
+    """Key the chains ``specs`` (ChainSpec values, or one ChainSpec) of ``armature`` on every ``step``-th frame of the
+    range.
 
     Validates every chain first and raises :class:`chain.ChainError` (naming the chain) with nothing
     changed. Each chain's rotation keys in ``[frame_start, frame_end]`` are replaced; keys outside the
@@ -403,7 +404,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     frame, played linearly between frames, so only with step 1 and 'LINEAR' interpolation. Each channel's F-curve
     then holds the samples and nothing else: a channel with keys or samples outside the range is refused."""
     began = time.perf_counter()
-    specs = list(specs or ())
+    # One ChainSpec is that chain (a named tuple: list() made its fields the chains, refused as not ChainSpec values).
+    specs = [specs] if isinstance(specs, ChainSpec) else list(specs or ())
     _check_specs(specs)
     for what, value in (("start frame", frame_start), ("end frame", frame_end), ("step", step)):
         _check_whole(what, value)
