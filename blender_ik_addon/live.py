@@ -409,6 +409,15 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                 # next pass, as a goal a handler moved is (_goals_moved).
                 _last_inputs.pop(key, None)
                 _goals_moved[0] = True
+    if posed and idle and not _goals_moved[0]:
+        # An idle chain's goal that moved while Live posed: one on geometry a posed chain shapes (hung from a vertex of
+        # a cuff a Hook on the hand moves), which _moved_by does not follow. Read again at the next pass, as a goal a
+        # handler moved is; left, it stayed off its goal until the next update, its read-out saying reached.
+        in_read = {spec for spec, _, _, _ in read}
+        _goals_moved[0] = any(
+            _matrix(spec.target, spec.target_bone) != inputs[1][2]
+            or inputs[1][3] is not None and _matrix(spec.pole, spec.pole_bone) != inputs[1][3]
+            for spec, _, inputs in idle if spec not in in_read)
     for spec, message in errors.items():
         key = (armature.name, spec.label)
         _last_inputs.pop(key, None)  # fixing the cause (Alt+S, a setting) retries at once
