@@ -261,7 +261,8 @@ def _moved_by(armature, moving, idle, updated):
 
 
 def _find_moved(armature, roots, idle):
-    """:func:`_moved_by`, worked out: ``([(spec, key, inputs, chain)], whether what it read has constraints or drivers)``."""
+    """:func:`_moved_by`, worked out: ``([(spec, key, inputs, chain)], whether what it read has constraints or
+    drivers)``."""
     found, waiting = [], list(idle)
     reach = _Reach(armature, roots)
     while waiting:
