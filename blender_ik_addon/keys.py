@@ -947,6 +947,8 @@ def mode_problems(obj, data_paths, frame_range):
         prefix, _, name = data_path.rpartition(".")
         if name not in ROTATION_PATHS:
             continue
+        if not any(f"{prefix}.{other}" in played for other in ROTATION_PATHS if other != name):
+            continue  # no other mode's channel keyed (a bone keyed in one mode, or not yet): nothing it leaves unplayed
         sides = {}  # path -> (frames before the range, frames after it)
         for path in [f"{prefix}.{other}" for other in ROTATION_PATHS]:
             frames = [_point_frames(fcurve.sampled_points if has_samples(fcurve) else fcurve.keyframe_points)
