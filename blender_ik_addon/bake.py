@@ -191,12 +191,11 @@ def _check_frame(scene, frames):
     return int(np.argmin(np.abs(frames - current)))
 
 
-def _verify(scene, armature, checks, frames):
-    """The self-check: read back the pose Blender evaluates from the new keys at one baked frame and compare it
-    with the solve. At the current frame only the armature was re-evaluated; another frame is set and
-    set back, through every frame from a simulation's start (the new keys may have reset its cache: a cape the body
-    deforms)."""
-    index = _check_frame(scene, frames)
+def _verify(scene, armature, checks, frames, index):
+    """The self-check: read back the pose Blender evaluates from the new keys at one baked frame, ``frames[index]``
+    (:func:`_check_frame`'s), and compare it with the solve. At the current frame only the armature was re-evaluated;
+    another frame is set and set back, through every frame from a simulation's start (the new keys may have reset its
+    cache: a cape the body deforms)."""
     frame = int(frames[index])
     elsewhere = frame != scene.frame_current or scene.frame_subframe != 0.0
     current, subframe = scene.frame_current, scene.frame_subframe
@@ -477,7 +476,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                                     replace=(frame_start, frame_end))
                 del values
                 _show_keys(armature)
-            _verify(scene, armature, checks, frames)
+            _verify(scene, armature, checks, frames, check_index)
         except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
             if written:
                 keys.restore_channels(armature, snapshot)
