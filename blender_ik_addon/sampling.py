@@ -752,14 +752,17 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
 
     armature_world = world[("armature", "")]
     constant = armature_world.strides[0] == 0  # one matrix, broadcast: checked and inverted once
+    # A constant armature at the origin (as characters mostly are) leaves the goals' matrices as they are, and its
+    # scale is 1: nothing to check.
+    identity = constant and (armature_world[0] == _IDENTITY).all()
     what, fix = f"Armature '{armature.name}'", "give it a uniform, non-zero scale on every frame"
     try:
-        uniform_scale(armature_world[:1 if constant else None, :3, :3], what, fix, frames[:1 if constant else None])
+        if not identity:
+            uniform_scale(armature_world[:1 if constant else None, :3, :3], what, fix,
+                          frames[:1 if constant else None])
     except ChainError:
         uniform_scale(armature_world[:, :3, :3], what, fix, frames)  # names every frame
         raise
-    # A constant armature at the origin (as characters mostly are) leaves the goals' matrices as they are.
-    identity = constant and (armature_world[0] == _IDENTITY).all()
     # One matrix: inverted on plain floats (affine_inverse of a 2-D array).
     to_armature = None if identity else affine_inverse(armature_world[0] if constant else armature_world)
 
