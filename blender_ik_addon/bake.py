@@ -120,7 +120,10 @@ def _invalid_samples(spec, target, pole):
         bad |= not_finite(pole, 1)
     for axis in (spec.up_axis, spec.roll_axis):
         if axis != "NONE":
-            bad |= np.linalg.norm(target[:, :3, AXES[axis][0]], axis=-1) < 1e-12
+            # np.linalg.norm's sum, term by term in its order: its reduction over an axis of 3 strided by a matrix
+            # row costs 0.1 ms at 3,000 frames (the matrices frame by frame, as sampled), this 15 µs.
+            x, y, z = (target[:, row, AXES[axis][0]] for row in range(3))
+            bad |= np.sqrt(x * x + y * y + z * z) < 1e-12
     return bad
 
 
