@@ -120,7 +120,10 @@ def _invalid_samples(spec, target, pole):
         bad |= not_finite(pole, 1)
     for axis in (spec.up_axis, spec.roll_axis):
         if axis != "NONE":
-            bad |= np.linalg.norm(target[:, :3, AXES[axis][0]], axis=-1) < 1e-12
+            # np.linalg.norm's sum, term by term in its order: its reduction over an axis of 3 strided by a matrix
+            # row costs 0.1 ms at 3,000 frames (the matrices frame by frame, as sampled), this 15 µs.
+            x, y, z = (target[:, row, AXES[axis][0]] for row in range(3))
+            bad |= np.sqrt(x * x + y * y + z * z) < 1e-12
     return bad
 
 
@@ -184,19 +187,26 @@ def _check_keys(scene, armature, levels, allow_shared, output="KEYS", frame_rang
     return list(bones)
 
 
+# Up to this many frames, a list of floats costs less than numpy's calls (issue 11: a short bake's fixed cost).
+_FEW_FRAMES = 32
+
+
 def _check_frame(scene, frames):
     """The index of the baked frame to check the result at: the current frame if it was baked, else the
     nearest baked frame."""
     current = scene.frame_current + scene.frame_subframe
+    if len(frames) <= _FEW_FRAMES:  # the same distances and the same first nearest, without numpy's cost per call
+        distances = [abs(frame - current) for frame in frames.tolist()]
+        return distances.index(min(distances))
     return int(np.argmin(np.abs(frames - current)))
 
 
-def _verify(scene, armature, checks, frames):
-    """The self-check: read back the pose Blender evaluates from the new keys at one baked frame and compare it
-    with the solve. At the current frame only the armature was re-evaluated; another frame is set and
-    set back, through every frame from a simulation's start (the new keys may have reset its cache: a cape the body
-    deforms)."""
-    index = _check_frame(scene, frames)
+
+def _verify(scene, armature, checks, frames, index):
+    """The self-check: read back the pose Blender evaluates from the new keys at one baked frame, ``frames[index]``
+    (:func:`_check_frame`'s), and compare it with the solve. At the current frame only the armature was re-evaluated;
+    another frame is set and set back, through every frame from a simulation's start (the new keys may have reset its
+    cache: a cape the body deforms)."""
     frame = int(frames[index])
     elsewhere = frame != scene.frame_current or scene.frame_subframe != 0.0
     current, subframe = scene.frame_current, scene.frame_subframe
@@ -479,7 +489,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
                                     replace=(frame_start, frame_end))
                 del values
                 _show_keys(armature)
-            _verify(scene, armature, checks, frames)
+            _verify(scene, armature, checks, frames, check_index)
         except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
             if written:
                 keys.restore_channels(armature, snapshot)

@@ -723,12 +723,15 @@ def _column_times(rows, v):
 
 
 def _matrix_product(a, b):
-    """``A @ B`` for 3×3 rows of floats (a chain's constants, once per read)."""
-    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+    """``A @ B`` for 3×3 rows of floats (a chain's constants, once per read). Written out: a sum() of a generator per
+    entry cost a third of a chain's first read (issue 11: a bake's fixed cost); the same sums, in the same order, from
+    the same 0 (0 + -0.0 is 0.0)."""
+    b0, b1, b2 = b
+    return [[0.0 + x * p + y * q + z * r for p, q, r in zip(b0, b1, b2)] for x, y, z in a]
 
 
 def _transposed(a):
-    return [[a[j][i] for j in range(3)] for i in range(3)]
+    return [list(column) for column in zip(*a)]
 
 
 # The turn by (c, s) about a frame's second axis, F₁ᵀF₂ = c·_COSINE + s·_SINE + _AXIS (see _link_constants).

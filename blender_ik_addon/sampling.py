@@ -179,14 +179,44 @@ def _static(obj):
     return True
 
 
-def direct_world_matrices(obj, frames, keep_data=False, poses=None):
+def _unturned_basis(obj):
+    """The (4, 4) basis of an object that nothing animates, without a parent, turned by no rotation (an armature at
+    the origin, as characters mostly are): its location and scale, on floats, as :func:`_basis_matrices` composes them
+    (x·1 and x + 0 are exact); None when it is turned. Its numpy calls cost ~0.1 ms for one matrix (issue 11: a short
+    bake's fixed cost)."""
+    mode = obj.rotation_mode
+    if mode == "QUATERNION":
+        turned = (tuple(obj.rotation_quaternion) != (1.0, 0.0, 0.0, 0.0)
+                  or tuple(obj.delta_rotation_quaternion) != (1.0, 0.0, 0.0, 0.0))
+    elif mode == "AXIS_ANGLE":  # (no delta rotation, as _basis_matrices)
+        turned = obj.rotation_axis_angle[0] != 0.0
+    else:
+        turned = any(obj.rotation_euler) or any(obj.delta_rotation_euler)
+    if turned:
+        return None
+    location, delta = list(obj.location), tuple(obj.delta_location)
+    if any(delta):
+        location = [value + change for value, change in zip(location, delta)]
+    scale, delta = list(obj.scale), tuple(obj.delta_scale)
+    if delta != (1.0, 1.0, 1.0):
+        scale = [value * change for value, change in zip(scale, delta)]
+    return np.array([[scale[0], 0.0, 0.0, location[0]], [0.0, scale[1], 0.0, location[1]],
+                     [0.0, 0.0, scale[2], location[2]], [0.0, 0.0, 0.0, 1.0]])
+
+
+def direct_world_matrices(obj, frames, keep_data=False, poses=None, animated=None):
     """(F, 4, 4) world matrices from the object's (and its parents') F-curves, and a parent bone's keys; see
     direct_reason(). When nothing is animated, one frame's matrix, broadcast (read-only). ``keep_data``: see
-    :func:`sample`; ``poses``: see :func:`bone_poses`."""
+    :func:`sample`; ``poses``: see :func:`bone_poses`; ``animated``: :func:`_animated` of ``obj``, when known."""
     frames = np.asarray(frames, dtype=np.float64)
-    if len(frames) > 1 and _static(obj):
-        return np.broadcast_to(direct_world_matrices(obj, frames[:1]), (len(frames), 4, 4))
-    matrices = _basis_matrices(obj, frames, _animated(obj), keep_data)
+    animated = _animated(obj) if animated is None else animated
+    parented = obj.parent is not None
+    if len(frames) > 1 and not animated and not (parented and obj.parent_type == "BONE") and _static(obj.parent):
+        basis = None if parented else _unturned_basis(obj)
+        if basis is not None:
+            return np.broadcast_to(basis, (len(frames), 4, 4))
+        return np.broadcast_to(direct_world_matrices(obj, frames[:1], animated=animated), (len(frames), 4, 4))
+    matrices = _basis_matrices(obj, frames, animated, keep_data)
     if obj.parent is not None:
         parent_inverse = matrix_array(obj.matrix_parent_inverse)
         parent = direct_world_matrices(obj.parent, frames, keep_data, poses)
@@ -635,6 +665,9 @@ def sweep(scene, wanted):
     return sorted(frames)
 
 
+_IDENTITY = np.eye(4)
+
+
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None, keep_data=False):
     """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
     ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
@@ -719,15 +752,23 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
 
     armature_world = world[("armature", "")]
     constant = armature_world.strides[0] == 0  # one matrix, broadcast: checked and inverted once
+    # A constant armature at the origin (as characters mostly are) leaves the goals' matrices as they are, and its
+    # scale is 1: nothing to check.
+    identity = constant and (armature_world[0] == _IDENTITY).all()
     what, fix = f"Armature '{armature.name}'", "give it a uniform, non-zero scale on every frame"
     try:
-        uniform_scale(armature_world[:1 if constant else None, :3, :3], what, fix, frames[:1 if constant else None])
+        if not identity:
+            uniform_scale(armature_world[:1 if constant else None, :3, :3], what, fix,
+                          frames[:1 if constant else None])
     except ChainError:
         uniform_scale(armature_world[:, :3, :3], what, fix, frames)  # names every frame
         raise
-    to_armature = affine_inverse(armature_world[:1] if constant else armature_world)
+    # One matrix: inverted on plain floats (affine_inverse of a 2-D array).
+    to_armature = None if identity else affine_inverse(armature_world[0] if constant else armature_world)
 
     def in_armature_space(matrices):
+        if identity:
+            return matrices
         if not constant:
             return to_armature @ matrices
         if matrices.strides[0] == 0:  # a goal that does not move: one product
@@ -736,7 +777,7 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
         # matmul makes one BLAS call per frame, which costs three times as much (measured: the same values,
         # bit for bit).
         side_by_side = matrices.transpose(1, 0, 2).reshape(4, 4 * len(matrices))
-        return (to_armature[0] @ side_by_side).reshape(4, len(matrices), 4).transpose(1, 0, 2)
+        return (to_armature @ side_by_side).reshape(4, len(matrices), 4).transpose(1, 0, 2)
 
     targets, poles = [], []
     for spec, _ in chains:
