@@ -20,6 +20,13 @@ def arm_with_chain(bpy, name="arm", rotation=(0.0, 0.0, 0.0)):
     return obj, chain
 
 
+def key_x(obj, keys):
+    """Key ``obj``'s X location at ``keys``, ``(frame, x)`` pairs."""
+    for frame, x in keys:
+        obj.location.x = x
+        obj.keyframe_insert("location", frame=frame)
+
+
 def arm_and_chain_beside(bpy, loose=()):
     """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, hanging from the root,
     neither below the other, each reaching for its Empty (TA, TB), as Blender has evaluated it; ``loose``: more bones,

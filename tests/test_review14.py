@@ -3,7 +3,7 @@ judged by what Blender evaluates and renders."""
 import numpy as np
 import pytest
 
-from rigs import arm_with_chain
+from rigs import arm_with_chain, key_x
 
 
 def _arm_rendered_from_the_front(bpy, tmp_path, frames):
@@ -79,9 +79,7 @@ def _target_following_a_live_chain(bpy, constraint, where):
         chain = owner.blender_ik.chains.add()
         chain.name, chain.tip_bone, chain.target = "A", "b3", targets[0]
         obj.blender_ik.chains.remove(0)
-    for frame, x in ((1, 0.9), (10, 0.6)):
-        targets[0].location.x = x
-        targets[0].keyframe_insert("location", frame=frame)
+    key_x(targets[0], ((1, 0.9), (10, 0.6)))
     owner.blender_ik.chains["A"].live = True
     bpy.context.scene.frame_set(1)
     pin = targets[1].constraints.new(constraint)
@@ -131,9 +129,7 @@ def test_live_over_keys_poses_every_frame_change(blender, moves):
     bpy = blender
     obj, chain = arm_with_chain(bpy)
     target, scene = chain.target, bpy.context.scene
-    for frame, x in ((1, 0.9), (10, 0.6)):
-        target.location.x = x
-        target.keyframe_insert("location", frame=frame)
+    key_x(target, ((1, 0.9), (10, 0.6)))
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
     target.animation_data_clear()
     target.location = (0.7, 0.4, 1.0)

@@ -3,7 +3,7 @@ the read-out made when first read, the self-check on floats, a shown armature no
 evaluated), judged by what Blender evaluates."""
 import pytest
 
-from rigs import angle_between, arm_with_chain, axis_of, tip_and_direction
+from rigs import angle_between, arm_with_chain, axis_of, key_x, tip_and_direction
 
 
 @pytest.mark.parametrize("given", ["one ChainSpec", "a list of one ChainSpec"])
@@ -16,9 +16,7 @@ def test_a_script_bakes_one_chain_given_as_its_chain_spec(blender, given):
     from blender_ik_addon import bake, props
     obj, chain = arm_with_chain(bpy)
     target, scene = chain.target, bpy.context.scene
-    for frame, x in ((1, 0.9), (5, 0.7)):
-        target.location.x = x
-        target.keyframe_insert("location", frame=frame)
+    key_x(target, ((1, 0.9), (5, 0.7)))
     spec = props.chain_spec(chain)
     result = bake.bake_chains(scene, obj, spec if given == "one ChainSpec" else [spec], 1, 5)
     assert [baked.spec.label for baked in result.chains] == ["arm"]
