@@ -181,6 +181,20 @@ def hang_on_vertex(bpy, obj, mesh, index=1):
     bpy.context.view_layer.update()
 
 
+def hang_on_hooked_cuff(bpy, obj, target, bone="b3"):
+    """Hang ``target`` from vertex 1 of a skin patch (rigs.skin_patch) that a Hook modifier on ``obj``'s ``bone``
+    shapes, moved so that the vertex is where the target is: the bone's pose moves the target through geometry."""
+    skin = skin_patch(bpy)
+    hook = skin.modifiers.new("Hook", "HOOK")
+    hook.object, hook.subtarget = obj, bone
+    hook.vertex_indices_set([0, 1, 2, 3])
+    bpy.context.view_layer.update()
+    vertex = skin.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices[1].co
+    skin.location += target.matrix_world.translation - skin.matrix_world @ vertex
+    hang_on_vertex(bpy, target, skin)
+    return skin
+
+
 def prop_armature(bpy, name="Prop"):
     """Another armature (a prop's rig) with one bone 'b3' by the arm's hand; the active object is left as it was."""
     active = bpy.context.view_layer.objects.active

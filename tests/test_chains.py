@@ -538,3 +538,31 @@ def test_a_bake_refuses_what_a_live_chain_it_does_not_bake_moves(blender, case):
     if baked == obj:  # the live chain baked with it: its keys pose it, and its Live is turned off
         result = bake_armature(bpy.context.scene, obj, names=["hand.L", "finger3.L"], frame_start=1, frame_end=5)
         assert len(result.chains) == 2 and not obj.blender_ik.chains["hand.L"].live
+
+
+@pytest.mark.parametrize("bone", ["b3", "c3"], ids=["the other chain's hand", "its own hand"])
+def test_solve_all_solves_a_chain_whose_target_another_chain_moves_through_geometry_after_it(blender, bone):
+    """B's target hangs from a vertex of a cuff that a Hook on a hand bone shapes, which the chains' order does not see
+    (it follows bones, parents, constraints and drivers). On A's hand, posing A moves B's target: Solve All refused
+    both, "The target 'TB' moves when the chain is posed", blaming B; B is now solved again once Blender shows A's pose,
+    and both tips are on their targets as Blender shows them. On B's own hand, posing B moves it, however often it is
+    solved: refused as before, nothing changed."""
+    bpy = blender
+    from rigs import arm_and_chain_beside, hang_on_hooked_cuff, pose_snapshot, readout, tips_off
+    obj, targets = arm_and_chain_beside(bpy)
+    hang_on_hooked_cuff(bpy, obj, targets[1], bone)
+    start = targets[1].matrix_world.translation.copy()
+    for step in range(2):
+        targets[0].location.x -= 0.05
+        bpy.context.view_layer.update()
+        before = pose_snapshot(obj)
+        if bone == "c3":
+            with pytest.raises(RuntimeError, match="Chain 'B': The target 'TB' moves when the chain is posed"):
+                bpy.ops.blender_ik.solve(chains="ALL")
+            assert pose_snapshot(obj) == before
+            continue
+        assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (step, off)
+        assert readout(obj, "A").status == readout(obj, "B").status == "REACHED"
+    assert ((targets[1].matrix_world.translation - start).length > 0.01) == (bone == "b3")  # the cuff moved it

@@ -1,7 +1,7 @@
 """Review 76: an animator dragging one hand of a character with several live chains, whose other chains follow it."""
 import bpy  # noqa: F401  (mathutils comes with bpy)
 
-from rigs import arm_and_chain_beside, hang_on_vertex, readout, skin_patch, tips_off
+from rigs import arm_and_chain_beside, hang_on_hooked_cuff, readout, tips_off
 
 
 def test_a_live_chain_whose_target_hangs_on_skin_the_dragged_hand_shapes_follows_it(blender):
@@ -11,14 +11,7 @@ def test_a_live_chain_whose_target_hangs_on_skin_the_dragged_hand_shapes_follows
     chains hanging below it or following it by constraints and drivers, not those following it through geometry."""
     bpy = blender
     obj, targets = arm_and_chain_beside(bpy)
-    skin = skin_patch(bpy)
-    hook = skin.modifiers.new("Hook", "HOOK")
-    hook.object, hook.subtarget = obj, "b3"
-    hook.vertex_indices_set([0, 1, 2, 3])
-    bpy.context.view_layer.update()
-    vertex = skin.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices[1].co
-    skin.location += targets[1].matrix_world.translation - skin.matrix_world @ vertex  # vertex 1 on B's target
-    hang_on_vertex(bpy, targets[1], skin)
+    hang_on_hooked_cuff(bpy, obj, targets[1])
     for chain in obj.blender_ik.chains:
         chain.live = True
     bpy.context.view_layer.update()
