@@ -12,8 +12,8 @@ import bpy
 import numpy as np
 
 from . import keys, rotations, runtime, sampling
-from .chain import (AXES, ChainError, ChainSpec, bone_path, evaluate_now, posers_read_once, prepare, rotation_path,
-                    rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
+from .chain import (AXES, ChainError, ChainSpec, GoalMoved, bone_path, evaluate_now, posers_read_once, prepare,
+                    rotation_path, rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
 from .report import compact_frames, frame_span
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
@@ -235,13 +235,35 @@ def _verify(scene, armature, checks, frames, index):
                                "which Blender does not replay the same way once the keys are written (bake it first: "
                                "Bake All Dynamics, in the Rigid Body World's or the physics' Cache); or it follows "
                                f"{rest}")
-                raise ChainError(f"At frame {frame}: {message}".replace("nothing was changed",
-                                                                        "the keys were put back as they were"),
-                                 spec.label) from None
+                raise type(error)(f"At frame {frame}: {message}".replace("nothing was changed",
+                                                                         "the keys were put back as they were"),
+                                  spec.label) from None
     finally:
         if elsewhere:
             with runtime.paused():
                 scene.frame_set(current, subframe=subframe)
+
+
+def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_level):
+    """:func:`_verify`; a chain whose goal moved, among several, is baked again after the others (``bake_level(depth,
+    level)`` bakes a level, adding to ``checks`` and ``baked``), its goals then read frame by frame on their keys:
+    another chain's pose may move it through geometry, which the order of chains does not follow (a target hung from a
+    cuff that a Hook on the other hand shapes). Once per chain: a goal that moves again (on the chain's own skin) is
+    refused."""
+    retried = set()
+    while True:
+        try:
+            _verify(scene, armature, checks, frames, index)
+            return
+        except GoalMoved as error:
+            entry = next(((spec, chain) for level in levels for spec, chain in level if spec.label == error.chain), None)
+            if entry is None or error.chain in retried or sum(map(len, levels)) == 1:
+                raise
+            retried.add(error.chain)
+            levels.append([entry])
+            checks[:] = [check for check in checks if check[0].label != error.chain]
+            baked[:] = [bake for bake in baked if bake.spec.label != error.chain]
+            bake_level(len(levels) - 1, levels[-1])
 
 
 def _show_keys(armature):
@@ -468,28 +490,32 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     # throwaway action copies (the sampling's and the snapshot's) go after the last one, together.
     with keys.removals_deferred() as remove_held:
         snapshot = keys.snapshot_channels(armature, paths)  # its copy, if any, is discarded below whatever happens
+        def bake_level(depth, level):
+            nonlocal direct, written
+            channels, values, level_direct, level_reasons, level_checks = _bake_level(
+                scene, armature, level, frames, check_index, depth, progress, baked,
+                snapshot["fcurves"] if snapshot["copy"] is None else None)
+            direct &= level_direct
+            reasons.extend(reason for reason in level_reasons if reason not in reasons)
+            checks.extend(level_checks)
+            written = True
+            if any((path, index) not in snapshot["fcurves"] for path, index, _ in channels):
+                # New F-curves: the next update rebuilds the relations anyway. Before the keys, so an action
+                # the bake creates is named as if no copy had been made (a copy of a target's action named like
+                # it would take its name).
+                remove_held()
+            if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
+                keys.write_samples(armature, channels, frame_start, values)
+            else:
+                keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
+                                replace=(frame_start, frame_end))
+            del values
+            _show_keys(armature)
+
         try:
             for depth, level in enumerate(levels):
-                channels, values, level_direct, level_reasons, level_checks = _bake_level(
-                    scene, armature, level, frames, check_index, depth, progress, baked,
-                    snapshot["fcurves"] if snapshot["copy"] is None else None)
-                direct &= level_direct
-                reasons += [reason for reason in level_reasons if reason not in reasons]
-                checks += level_checks
-                written = True
-                if any((path, index) not in snapshot["fcurves"] for path, index, _ in channels):
-                    # New F-curves: the next update rebuilds the relations anyway. Before the keys, so an action
-                    # the bake creates is named as if no copy had been made (a copy of a target's action named like
-                    # it would take its name).
-                    remove_held()
-                if output == "SAMPLES":  # one F-curve at a time: no keys for the whole level at once
-                    keys.write_samples(armature, channels, frame_start, values)
-                else:
-                    keys.write_keys(armature, channels, frames.astype(np.float64), values, interpolation,
-                                    replace=(frame_start, frame_end))
-                del values
-                _show_keys(armature)
-            _verify(scene, armature, checks, frames, check_index)
+                bake_level(depth, level)
+            _verify_settled(scene, armature, levels, checks, frames, check_index, baked, bake_level)
         except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
             if written:
                 keys.restore_channels(armature, snapshot)

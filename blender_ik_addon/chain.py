@@ -66,7 +66,13 @@ class ChainError(ValueError):
         super().__init__(f"Chain '{chain}': {message}" if chain else message)
 
     def for_chain(self, chain):
-        return self if self.chain is not None or not chain else ChainError(self.message, chain)
+        return self if self.chain is not None or not chain else type(self)(self.message, chain)
+
+
+class GoalMoved(ChainError):
+    """:func:`verify_goals`' refusal: a goal moved once Blender showed the pose. Among several chains, another chain's
+    pose may have moved it through geometry, which :func:`order` does not follow: Solve and Bake try that chain again
+    after the others before refusing it."""
 
 
 class ChainSpec(NamedTuple):
@@ -1680,7 +1686,7 @@ def verify_goals(chain, spec, solution, goals, index=0):
         if moved > POSE_TOLERANCE * size or (role == "target" and turned):
             check_target(chain, spec, now=False)  # what it names, when it finds the cause (a Live validation is older)
             away = distance_text(bpy.context.scene, chain.armature, moved)
-            raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' moves when the chain is posed ({away}"
+            raise GoalMoved(f"The {role} '{goal_label(obj, bone_name)}' moves when the chain is posed ({away}"
                              f"{', and turns' if role == 'target' and turned else ''}): it follows something the "
                              "chain moves, such as a mesh the armature deforms (a vertex parent, a Shrinkwrap onto "
                              "the character's skin); hang it from something the chain does not move; nothing was "

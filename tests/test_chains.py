@@ -566,3 +566,27 @@ def test_solve_all_solves_a_chain_whose_target_another_chain_moves_through_geome
         assert max(off) < 1e-5, (step, off)
         assert readout(obj, "A").status == readout(obj, "B").status == "REACHED"
     assert ((targets[1].matrix_world.translation - start).length > 0.01) == (bone == "b3")  # the cuff moved it
+
+
+@pytest.mark.parametrize("bone", ["b3", "c3"], ids=["the other chain's hand", "its own hand"])
+def test_bake_all_bakes_a_chain_whose_target_another_chain_moves_through_geometry_after_it(blender, bone):
+    """The cuff of the test above, A's target keyed: Bake All refused, blaming B ("At frame 1: The target 'TB' moves
+    when the chain is posed"). B is now baked again after A, its target read frame by frame on A's keys: every frame
+    plays both tips onto their targets. On B's own hand it is refused as before, no key left."""
+    bpy = blender
+    from blender_ik_addon import keys
+    from rigs import arm_and_chain_beside, hang_on_hooked_cuff, key_x, tips_off
+    obj, targets = arm_and_chain_beside(bpy)
+    hang_on_hooked_cuff(bpy, obj, targets[1], bone)
+    key_x(targets[0], ((1, 0.9), (10, 0.7)))
+    scene = bpy.context.scene
+    if bone == "c3":
+        with pytest.raises(RuntimeError, match="Chain 'B': At frame .*: The target 'TB' moves when the chain is posed"):
+            bpy.ops.blender_ik.bake(frame_start=1, frame_end=10)
+        assert not any(fcurve.data_path.startswith("pose.bones") for fcurve in keys.object_fcurves(obj))
+        return
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    for frame in range(1, 11):
+        scene.frame_set(frame)
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (frame, off)
