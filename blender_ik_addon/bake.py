@@ -241,7 +241,7 @@ def _verify(scene, armature, checks, frames, index):
     finally:
         if elsewhere:
             with runtime.paused():
-                scene.frame_set(current, subframe=subframe)
+                sampling.set_frame(scene, current, subframe)
 
 
 def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_level):

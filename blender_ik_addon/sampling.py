@@ -668,6 +668,15 @@ def sweep(scene, wanted):
 _IDENTITY = np.eye(4)
 
 
+def set_frame(scene, frame, subframe):
+    """Set the scene back to ``frame`` and ``subframe`` as read from it. Before frame 0 Blender holds a time with a
+    negative subframe (-6.75 is frame -6, subframe -0.75: the Timeline's subframes), which frame_set clamps to 0: that
+    time is set as frame -7, subframe 0.25."""
+    if subframe < 0.0:
+        frame, subframe = frame - 1, subframe + 1.0
+    scene.frame_set(frame, subframe=subframe)
+
+
 def sample(scene, armature, chains, frames, progress=None, moving_bases=None, keep_data=False):
     """Sample everything the solve of ``chains`` (a list of ``(spec, Chain)`` on ``armature``) reads over
     ``frames``, in one pass: a goal (object or bone) shared by several chains is sampled once, and when
@@ -743,7 +752,7 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
                     if progress is not None:
                         progress(index + 1, count)
         finally:
-            scene.frame_set(frame, subframe=subframe)
+            set_frame(scene, frame, subframe)
         for key, matrices in per_frame.items():
             if key[0] == "base":
                 bases[key[1]] = matrices
