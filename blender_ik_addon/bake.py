@@ -248,22 +248,26 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
     """:func:`_verify`; a chain whose goal moved, among several, is baked again after the others (``bake_level(depth,
     level)`` bakes a level, adding to ``checks`` and ``baked``), its goals then read frame by frame on their keys:
     another chain's pose may move it through geometry, which the order of chains does not follow (a target hung from a
-    cuff that a Hook on the other hand shapes). Once per chain: a goal that moves again (on the chain's own skin) is
-    refused."""
-    retried = set()
+    cuff that a Hook on the other hand shapes), with the chains of the levels after its own (a finger below that hand
+    was baked on its old keys). Once per chain: a goal that moves again (on the chain's own skin) is refused."""
+    retried, first = set(), list(levels)
     while True:
         try:
             _verify(scene, armature, checks, frames, index)
             return
         except GoalMoved as error:
-            entry = next(((spec, chain) for level in levels for spec, chain in level if spec.label == error.chain), None)
-            if entry is None or error.chain in retried or sum(map(len, levels)) == 1:
+            depth = next((depth for depth, level in enumerate(first) for spec, _ in level if spec.label == error.chain),
+                         None)
+            if depth is None or error.chain in retried or sum(map(len, first)) == 1:
                 raise
             retried.add(error.chain)
-            levels.append([entry])
-            checks[:] = [check for check in checks if check[0].label != error.chain]
-            baked[:] = [bake for bake in baked if bake.spec.label != error.chain]
-            bake_level(len(levels) - 1, levels[-1])
+            again = [[pair for pair in first[depth] if pair[0].label == error.chain], *first[depth + 1:]]
+            labels = {spec.label for level in again for spec, _ in level}
+            checks[:] = [check for check in checks if check[0].label not in labels]
+            baked[:] = [bake for bake in baked if bake.spec.label not in labels]
+            for level in again:
+                levels.append(level)
+                bake_level(len(levels) - 1, level)
 
 
 def _show_keys(armature):
