@@ -56,3 +56,21 @@ def test_a_finger_below_the_hand_whose_target_another_chain_moves_is_posed_again
         bpy.context.scene.frame_set(frame)
         off = tips_off(bpy, obj, targets, tips)
         assert max(off) < 1e-5, (frame, off)
+
+
+@pytest.mark.parametrize("current", [1, 10])
+def test_bake_all_after_solve_all_plays_the_chain_on_the_cuff_on_every_frame(blender, current):
+    """The animator poses both hands with Solve All at the current frame, then bakes: A's new keys there are its solved
+    pose, so B's goal had not moved at the self-check's one frame, and B (baked on A's old pose) was never baked again:
+    Bake All reported "all in reach" while B's tip played up to 19 cm off its target on the other frames."""
+    bpy = blender
+    obj, targets = arm_and_chain_beside(bpy)
+    hang_on_hooked_cuff(bpy, obj, targets[1])
+    key_x(targets[0], ((1, 0.9), (10, 0.7)))
+    bpy.context.scene.frame_set(current)
+    assert bpy.ops.blender_ik.solve(chains="ALL") == {"FINISHED"}
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (frame, off)
