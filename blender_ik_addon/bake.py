@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import keys, rotations, runtime, sampling
+from . import keys, native_rig, rotations, runtime, sampling
 from .chain import (AXES, ChainError, ChainSpec, GoalMoved, bone_path, evaluate_now, posers_read_once, prepare,
                     rotation_path, rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
 from .report import compact_frames, frame_span
@@ -248,22 +248,37 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
     """:func:`_verify`; a chain whose goal moved, among several, is baked again after the others (``bake_level(depth,
     level)`` bakes a level, adding to ``checks`` and ``baked``), its goals then read frame by frame on their keys:
     another chain's pose may move it through geometry, which the order of chains does not follow (a target hung from a
-    cuff that a Hook on the other hand shapes). Once per chain: a goal that moves again (on the chain's own skin) is
-    refused."""
-    retried = set()
+    cuff that a Hook on the other hand shapes), with the chains of the levels after its own (a finger below that hand
+    was baked on its old keys). A chain whose goal follows geometry the armature deforms is baked again so before the
+    check: the check's one frame may show the other's keys where its old pose was (a Solve at that frame), the other
+    frames not. Once per chain: a goal that moves again (on the chain's own skin) is refused."""
+    retried, first = set(), list(levels)
+
+    def bake_again(label):
+        depth = next(depth for depth, level in enumerate(first) for spec, _ in level if spec.label == label)
+        again = [[pair for pair in first[depth] if pair[0].label == label], *first[depth + 1:]]
+        labels = {spec.label for level in again for spec, _ in level}
+        checks[:] = [check for check in checks if check[0].label not in labels]
+        baked[:] = [bake for bake in baked if bake.spec.label not in labels]
+        for level in again:
+            levels.append(level)
+            bake_level(len(levels) - 1, level)
+
+    if sum(map(len, first)) > 1:
+        for spec, chain in [pair for level in first for pair in level]:
+            if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name) is not None
+                   for _, obj, bone_name in spec.goals()):
+                bake_again(spec.label)
     while True:
         try:
             _verify(scene, armature, checks, frames, index)
             return
         except GoalMoved as error:
-            entry = next(((spec, chain) for level in levels for spec, chain in level if spec.label == error.chain), None)
-            if entry is None or error.chain in retried or sum(map(len, levels)) == 1:
+            known = any(spec.label == error.chain for level in first for spec, _ in level)
+            if not known or error.chain in retried or sum(map(len, first)) == 1:
                 raise
             retried.add(error.chain)
-            levels.append([entry])
-            checks[:] = [check for check in checks if check[0].label != error.chain]
-            baked[:] = [bake for bake in baked if bake.spec.label != error.chain]
-            bake_level(len(levels) - 1, levels[-1])
+            bake_again(error.chain)
 
 
 def _show_keys(armature):

@@ -219,7 +219,7 @@ def check(armature, chain, spec, replaced=()):
             if bone.name in chain.names or chain.names[0] in [parent.name for parent in bone.parent_recursive]:
                 raise ChainError(f"The {role} '{bone_name}' hangs from the chain and would move with it (a "
                                "dependency cycle in the rig); choose a bone outside the chain")
-        deformed = _deformed_source(armature, obj, chain.names[0], bone_name)
+        deformed = deformed_source(armature, obj, chain.names[0], bone_name)
         if deformed is not None:
             raise ChainError(f"The {role} '{goal_label(obj, bone_name)}' follows the geometry of '{deformed.name}', "
                              f"which armature '{armature.name}' deforms: the rig would loop through it (a dependency "
@@ -234,7 +234,7 @@ def check(armature, chain, spec, replaced=()):
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
-def _deformed_source(armature, obj, first_bone, bone_name=""):
+def deformed_source(armature, obj, first_bone, bone_name=""):
     """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
     hung from the chain, whose first bone is ``first_bone``), ``obj`` (or its bone ``bone_name``, or a bone above it)
     or an object or bone it hangs from or its constraints follow follows (a vertex parent, Shrinkwrap, Follow Path, a

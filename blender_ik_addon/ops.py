@@ -172,15 +172,19 @@ def _verify_solved(armature, solved):
     """The self-check of :func:`solve_chains` (``solved``: its ``[(spec, chain, solve)]``, updated in place), once
     Blender shows the pose. A chain whose goal moved, among several, is solved again on the pose Blender shows: posing
     another chain may have moved it through geometry, which the order of chains does not follow (a target hung from a
-    vertex of a cuff that a Hook on the other hand shapes). Again while that settles, at most once per chain; a goal
-    that keeps moving (on the chain's own skin) is refused, as it is for one chain alone."""
+    vertex of a cuff that a Hook on the other hand shapes), and so is a chain whose pose that moved (a finger below
+    that hand). Again while that settles, at most once per chain; a goal that keeps moving (on the chain's own skin) is
+    refused, as it is for one chain alone."""
     for attempt in range(len(solved) + 1):
         moved = []
         for index, (spec, chain, solve) in enumerate(solved):
             try:
                 verify_pose(chain, solve.solution)
             except ChainError as error:
-                raise error.for_chain(spec.label) from None
+                if not attempt:
+                    raise error.for_chain(spec.label) from None
+                moved.append((index, error))
+                continue
             try:
                 verify_goals(chain, spec, solve.solution, solve.goals)
             except ChainError as error:
