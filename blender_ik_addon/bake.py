@@ -251,7 +251,8 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
     cuff that a Hook on the other hand shapes), with the chains of the levels after its own (a finger below that hand
     was baked on its old keys). A chain whose goal follows geometry the armature deforms is baked again so before the
     check: the check's one frame may show the other's keys where its old pose was (a Solve at that frame), the other
-    frames not. Once per chain: a goal that moves again (on the chain's own skin) is refused."""
+    frames not (as many times as there are such chains: one may follow another's). Then, once per chain, a goal the
+    check finds moved is baked again the same way; one that moves again (on the chain's own skin) is refused."""
     retried, first = set(), list(levels)
 
     def bake_again(label):
@@ -265,10 +266,14 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
             bake_level(len(levels) - 1, level)
 
     if sum(map(len, first)) > 1:
-        for spec, chain in [pair for level in first for pair in level]:
-            if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name) is not None
-                   for _, obj, bone_name in spec.goals()):
-                bake_again(spec.label)
+        followers = [spec.label for spec, chain in [pair for level in first for pair in level]
+                     if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name) is not None
+                            for _, obj, bone_name in spec.goals())]
+        # As many rounds as such chains: one may follow another's cuff (C's goal on B's, B's on A's), baked before it
+        # in the list; each round settles one more link of that, whatever the list's order.
+        for _ in followers:
+            for label in followers:
+                bake_again(label)
     while True:
         try:
             _verify(scene, armature, checks, frames, index)

@@ -173,8 +173,8 @@ def _verify_solved(armature, solved):
     Blender shows the pose. A chain whose goal moved, among several, is solved again on the pose Blender shows: posing
     another chain may have moved it through geometry, which the order of chains does not follow (a target hung from a
     vertex of a cuff that a Hook on the other hand shapes), and so is a chain whose pose that moved (a finger below
-    that hand). Again while that settles, at most once per chain; a goal that keeps moving (on the chain's own skin) is
-    refused, as it is for one chain alone."""
+    that hand). Again while that settles, for as many rounds as there are chains (one may follow another's cuff);
+    a goal that keeps moving (on the chain's own skin) is then refused, as it is for one chain alone."""
     for attempt in range(len(solved) + 1):
         moved = []
         for index, (spec, chain, solve) in enumerate(solved):

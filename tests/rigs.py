@@ -182,17 +182,29 @@ def hang_on_vertex(bpy, obj, mesh, index=1):
 
 
 def hang_on_hooked_cuff(bpy, obj, target, bone="b3"):
-    """Hang ``target`` from vertex 1 of a skin patch (rigs.skin_patch) that a Hook modifier on ``obj``'s ``bone``
-    shapes, moved so that the vertex is where the target is: the bone's pose moves the target through geometry."""
+    """Hang ``target`` from vertex 1 of a skin patch (rigs.skin_patch) moved so that the vertex is where the target is,
+    which a Hook modifier on ``obj``'s ``bone`` shapes from then on (its inverse set where the bone is, so nothing moves
+    yet): the bone's pose moves the target through geometry."""
+    from mathutils import Vector
     skin = skin_patch(bpy)
+    skin.location = target.matrix_world.translation - Vector(skin.data.vertices[1].co)
+    bpy.context.view_layer.update()
     hook = skin.modifiers.new("Hook", "HOOK")
     hook.object, hook.subtarget = obj, bone
     hook.vertex_indices_set([0, 1, 2, 3])
-    bpy.context.view_layer.update()
-    vertex = skin.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices[1].co
-    skin.location += target.matrix_world.translation - skin.matrix_world @ vertex
+    hook.matrix_inverse = (obj.matrix_world @ obj.pose.bones[bone].matrix).inverted() @ skin.matrix_world
     hang_on_vertex(bpy, target, skin)
     return skin
+
+
+def beside_on_cuff(bpy, bone="b3"):
+    """rigs.arm_and_chain_beside with the arm's chain A solved on its target, then B's target hung from a cuff that
+    ``bone`` shapes (rigs.hang_on_hooked_cuff: the arm's hand b3, or B's own c3). Returns (object, (TA, TB))."""
+    obj, targets = arm_and_chain_beside(bpy)
+    obj.blender_ik.active_index = obj.blender_ik.chains.find("A")
+    assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
+    hang_on_hooked_cuff(bpy, obj, targets[1], bone)
+    return obj, targets
 
 
 def prop_armature(bpy, name="Prop"):

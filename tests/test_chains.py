@@ -548,9 +548,8 @@ def test_solve_all_solves_a_chain_whose_target_another_chain_moves_through_geome
     and both tips are on their targets as Blender shows them. On B's own hand, posing B moves it, however often it is
     solved: refused as before, nothing changed."""
     bpy = blender
-    from rigs import arm_and_chain_beside, hang_on_hooked_cuff, pose_snapshot, readout, tips_off
-    obj, targets = arm_and_chain_beside(bpy)
-    hang_on_hooked_cuff(bpy, obj, targets[1], bone)
+    from rigs import beside_on_cuff, pose_snapshot, readout, tips_off
+    obj, targets = beside_on_cuff(bpy, bone)
     start = targets[1].matrix_world.translation.copy()
     for step in range(2):
         targets[0].location.x -= 0.05
@@ -575,9 +574,8 @@ def test_bake_all_bakes_a_chain_whose_target_another_chain_moves_through_geometr
     plays both tips onto their targets. On B's own hand it is refused as before, no key left."""
     bpy = blender
     from blender_ik_addon import keys
-    from rigs import arm_and_chain_beside, hang_on_hooked_cuff, key_x, tips_off
-    obj, targets = arm_and_chain_beside(bpy)
-    hang_on_hooked_cuff(bpy, obj, targets[1], bone)
+    from rigs import beside_on_cuff, key_x, tips_off
+    obj, targets = beside_on_cuff(bpy, bone)
     key_x(targets[0], ((1, 0.9), (10, 0.7)))
     scene = bpy.context.scene
     if bone == "c3":

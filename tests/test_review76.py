@@ -1,7 +1,7 @@
 """Review 76: an animator dragging one hand of a character with several live chains, whose other chains follow it."""
 import bpy  # noqa: F401  (mathutils comes with bpy)
 
-from rigs import arm_and_chain_beside, hang_on_hooked_cuff, readout, tips_off
+from rigs import beside_on_cuff, readout, tips_off
 
 
 def test_a_live_chain_whose_target_hangs_on_skin_the_dragged_hand_shapes_follows_it(blender):
@@ -10,8 +10,7 @@ def test_a_live_chain_whose_target_hangs_on_skin_the_dragged_hand_shapes_follows
     every other update, 1.9 cm off its target while its read-out said reached: Live solved with a dragged chain the idle
     chains hanging below it or following it by constraints and drivers, not those following it through geometry."""
     bpy = blender
-    obj, targets = arm_and_chain_beside(bpy)
-    hang_on_hooked_cuff(bpy, obj, targets[1])
+    obj, targets = beside_on_cuff(bpy)
     for chain in obj.blender_ik.chains:
         chain.live = True
     bpy.context.view_layer.update()
