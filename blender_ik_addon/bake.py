@@ -266,8 +266,11 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
             bake_level(len(levels) - 1, level)
 
     if sum(map(len, first)) > 1:
-        followers = [spec.label for spec, chain in [pair for level in first for pair in level]
-                     if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name) is not None
+        pairs = [pair for level in first for pair in level]
+        # A cage or hook on geometry whose handle another chain's hand carries counts too (no loop for a rig).
+        posed = {chain.names[0] for _, chain in pairs}
+        followers = [spec.label for spec, chain in pairs
+                     if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name, posed) is not None
                             for _, obj, bone_name in spec.goals())]
         # As many rounds as such chains: one may follow another's cuff (C's goal on B's, B's on A's), baked before it
         # in the list; each round settles one more link of that, whatever the list's order.

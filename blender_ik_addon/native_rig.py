@@ -44,8 +44,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from .chain import (AXES, ChainError, bone_path, frames, goal_label, hangs_below, matrix_array,
-                    own_constraint_targets)
+from .chain import (AXES, ChainError, CouplingReader, bone_path, followed_targets, frames, goal_label, hangs_below,
+                    matrix_array, own_constraint_targets)
 
 # The body-following plane (the rest plane carried by the chain's parent) is 'PARENT' here, 'NORMAL' in the solver.
 BODY_FOLLOWING = ("PARENT", "NORMAL")
@@ -234,13 +234,15 @@ def check(armature, chain, spec, replaced=()):
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
-def deformed_source(armature, obj, first_bone, bone_name=""):
+def deformed_source(armature, obj, first_bone, bone_name="", posed=()):
     """The object whose geometry, deformed by ``armature`` (an Armature modifier, or armature parenting; a cage or hook
     hung from the chain, whose first bone is ``first_bone``), ``obj`` (or its bone ``bone_name``, or a bone above it)
     or an object or bone it hangs from or its constraints follow follows (a vertex parent, Shrinkwrap, Follow Path, a
     vertex group subtarget), or None. Blender's dependency graph then loops through the rig: the pose deforms the mesh,
     which places the goal, which poses the chain. Followed step by step, not by recursion: a goal may follow a chain of
-    thousands of Empties."""
+    thousands of Empties. ``posed``: more bones (other chains' first bones) whose pose counts through a cage or hook
+    whose object hangs from or follows them (a hook's handle parented to the other hand), as Bake needs: no loop for
+    the rig, but geometry another chain's pose moves."""
     seen, waiting = set(), [(obj, bone_name)]
     while waiting:
         obj, bone_name = waiting.pop()
@@ -257,7 +259,7 @@ def deformed_source(armature, obj, first_bone, bone_name=""):
                     and target.type != "ARMATURE"):
                 sources.append(target)
         for source in sources:
-            if _deforms(armature, source, set(), first_bone):
+            if _deforms(armature, source, set(), first_bone, posed):
                 return source
         # What places it in turn: its parent (or parent bone), and what its constraints follow (a Child Of to a cup).
         followed = [(obj.parent, obj.parent_bone if obj.parent_type == "BONE" else "")]
@@ -270,10 +272,11 @@ def deformed_source(armature, obj, first_bone, bone_name=""):
 _CAGE_MODIFIERS = ("LATTICE", "CURVE", "MESH_DEFORM", "SURFACE_DEFORM", "SHRINKWRAP")
 
 
-def _deforms(armature, source, seen, first_bone):
+def _deforms(armature, source, seen, first_bone, posed=()):
     """Whether ``armature`` deforms ``source``'s geometry: an Armature or Hook modifier on it, armature parenting, or
     a Lattice, Curve, Mesh Deform, Surface Deform, Shrinkwrap or Hook modifier on geometry it deforms (a lattice on the
-    arm) or that hangs from the chain (first bone ``first_bone``: a cuff's lattice or hook parented to the hand)."""
+    arm) or that hangs from the chain (first bone ``first_bone``: a cuff's lattice or hook parented to the hand), or
+    (see :func:`deformed_source`) whose object hangs from or follows a bone of ``posed``."""
     if source is None or source.name_full in seen:
         return False
     seen.add(source.name_full)
@@ -285,9 +288,20 @@ def _deforms(armature, source, seen, first_bone):
             continue
         shaper = getattr(modifier, "object", None) or getattr(modifier, "target", None)
         if modifier.type in ("ARMATURE", "HOOK") and shaper == armature or (
-                modifier.type in _CAGE_MODIFIERS + ("HOOK",) and _deforms(armature, shaper, seen, first_bone)):
+                modifier.type in _CAGE_MODIFIERS + ("HOOK",) and (_deforms(armature, shaper, seen, first_bone, posed)
+                                                                  or _follows_bones(armature, shaper, posed))):
             return True
     return False
+
+
+def _follows_bones(armature, obj, roots):
+    """Whether ``obj`` hangs from a bone of ``armature`` at or below one of ``roots`` (bone names), or follows one by
+    its constraints or drivers, through any steps (a handle parented to a hand, or pinned to it by a Child Of)."""
+    if obj is None or not roots:
+        return False
+    followed = [(obj, ""), *followed_targets(CouplingReader().followed_by(obj))]
+    return any(hangs_below(armature, root, item, bone_name) is not None
+               for root in roots for item, bone_name in followed)
 
 
 # Sheared target axes the rig refuses: a tenth of the self-check's angle (a rotation's float32 noise is ~1e-7).
