@@ -1180,7 +1180,8 @@ def _check_goals_not_live(scene, armature, specs):
 
 def _left_following(scene, armature, specs):
     """The enabled chains not among ``specs`` (those baked) that hang below a baked chain, or whose target or pole does,
-    or follows one through constraints or drivers (as chain.order counts them), as ``(armature name, chain name)``
+    or follows one through constraints or drivers (as chain.order counts them), or follows geometry the armature
+    deforms (native_rig.deformed_source: a cuff a Hook on the baked hand shapes), as ``(armature name, chain name)``
     with None for ``armature``'s own: the armature's chains, and the scene's other armatures' (a prop rig reaching for
     the baked hand). Their keys were solved on the baked chains' old pose, so they play off their goals until they are
     baked too. A live chain is not one: Live solves it after the baked chains play, on their new pose."""
@@ -1200,7 +1201,9 @@ def _left_following(scene, armature, specs):
             moved += followed_targets(goal_constraint_targets(spec, reader) + reader.bone_targets(owner, chain[0]),
                                       reader)
             if any(obj is not None and hangs_below(armature, first, obj, bone_name) is not None
-                   for obj, bone_name in moved for first in firsts):
+                   for obj, bone_name in moved for first in firsts) or any(
+                    native_rig.deformed_source(armature, obj, chain[0] if owner == armature else "", bone_name,
+                                               firsts) is not None for _, obj, bone_name in spec.goals()):
                 found.append((None if owner == armature else owner.name, spec.label))
     return found
 

@@ -52,3 +52,29 @@ def test_bake_all_after_solve_all_plays_a_chain_on_a_cuff_hooked_to_a_handle_on_
         assert max(off) < 1e-5, (frame, off)
         moved.append(targets[1].matrix_world.translation.copy())
     assert (moved[0] - moved[-1]).length > 0.05  # the cuff carried B's target
+
+
+@pytest.mark.parametrize("how", ["hook", "parented"], ids=["hooked to the hand", "hooked to a handle on it"])
+def test_bake_active_of_the_hand_names_the_chain_on_its_cuff_it_leaves_off(blender, how):
+    """Both chains baked, the animator re-times A's target and bakes A alone (Bake Active): A's new keys carry the cuff
+    away and B's keys, solved on A's old pose, play up to 21 cm off B's target. The report said "all in reach" and
+    nothing of B, as it names a chain whose target A's hand holds (review 52): a goal on geometry A's pose moves was
+    not counted. It now names B."""
+    from blender_ik_addon.ops import bake_armature
+    from rigs import beside_on_cuff
+    bpy = blender
+    if how == "hook":
+        obj, targets = beside_on_cuff(bpy)
+    else:
+        obj, targets = arm_and_chain_beside(bpy)
+        assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
+        hang_on_handled_cuff(bpy, obj, targets[1], how)
+    scene = bpy.context.scene
+    key_x(targets[0], ((1, 0.9), (10, 0.7)))
+    assert bake_armature(scene, obj, "ALL", 1, 10).summary().endswith("all in reach")
+    key_x(targets[0], ((1, 0.8), (10, 0.95)))
+    obj.blender_ik.active_chain_index = obj.blender_ik.chains.find("A")
+    result = bake_armature(scene, obj, "ACTIVE", 1, 10)
+    scene.frame_set(10)
+    assert tips_off(bpy, obj, targets)[1] > 0.01  # what Blender plays: B off its target
+    assert "B follows the baked chains and was not baked" in result.summary(), result.summary()
