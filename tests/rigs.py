@@ -201,7 +201,7 @@ def beside_on_cuff(bpy, bone="b3"):
     """rigs.arm_and_chain_beside with the arm's chain A solved on its target, then B's target hung from a cuff that
     ``bone`` shapes (rigs.hang_on_hooked_cuff: the arm's hand b3, or B's own c3). Returns (object, (TA, TB))."""
     obj, targets = arm_and_chain_beside(bpy)
-    obj.blender_ik.active_index = obj.blender_ik.chains.find("A")
+    obj.blender_ik.active_chain_index = obj.blender_ik.chains.find("A")
     assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
     hang_on_hooked_cuff(bpy, obj, targets[1], bone)
     return obj, targets
