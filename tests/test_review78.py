@@ -79,8 +79,8 @@ def test_bake_all_after_solve_all_plays_the_chain_on_the_cuff_on_every_frame(ble
 
 
 def chain_beside(bpy, obj, name, prefix, head):
-    """A chain ``name`` (``prefix``1 > 2 > 3) on the root, bent as rigs.arm_and_chain_beside's B, from ``head``, reaching
-    for an Empty drawn a fifth of the way in from its tip toward its base. Returns the Empty."""
+    """A chain ``name`` (``prefix``1 > 2 > 3) on the root, bent as rigs.arm_and_chain_beside's B, from ``head``,
+    reaching for an Empty drawn a fifth of the way in from its tip toward its base. Returns the Empty."""
     from mathutils import Vector
     from rigs import add_empty
     bpy.context.view_layer.objects.active = obj
@@ -93,7 +93,8 @@ def chain_beside(bpy, obj, name, prefix, head):
         parent, start = bone, bone.tail.copy()
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
-    base, tip = obj.matrix_world @ obj.pose.bones[f"{prefix}1"].head, obj.matrix_world @ obj.pose.bones[f"{prefix}3"].tail
+    base = obj.matrix_world @ obj.pose.bones[f"{prefix}1"].head
+    tip = obj.matrix_world @ obj.pose.bones[f"{prefix}3"].tail
     target = add_empty(f"T{name}", location=tuple(base + 0.8 * (tip - base)))
     chain = obj.blender_ik.chains.add()
     chain.name, chain.tip_bone, chain.target = name, f"{prefix}3", target
