@@ -244,15 +244,16 @@ def _verify(scene, armature, checks, frames, index):
                 sampling.set_frame(scene, current, subframe)
 
 
-def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_level):
+def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_level, followers=()):
     """:func:`_verify`; a chain whose goal moved, among several, is baked again after the others (``bake_level(depth,
     level)`` bakes a level, adding to ``checks`` and ``baked``), its goals then read frame by frame on their keys:
     another chain's pose may move it through geometry, which the order of chains does not follow (a target hung from a
     cuff that a Hook on the other hand shapes), with the chains of the levels after its own (a finger below that hand
-    was baked on its old keys). A chain whose goal follows geometry the armature deforms is baked again so before the
-    check: the check's one frame may show the other's keys where its old pose was (a Solve at that frame), the other
-    frames not (as many times as there are such chains: one may follow another's). Then, once per chain, a goal the
-    check finds moved is baked again the same way; one that moves again (on the chain's own skin) is refused."""
+    was baked on its old keys). ``followers``: the chains whose goal follows geometry the armature deforms
+    (:func:`_geometry_followers`), which the first pass baked after the others of their level: baked again so, one
+    round fewer than there are of them, before the check (the check's one frame may show another chain's keys where
+    its old pose was, a Solve at that frame, the other frames not). Then, once per chain, a goal the check finds moved
+    is baked again the same way; one that moves again (on the chain's own skin) is refused."""
     retried, first = set(), list(levels)
 
     def bake_again(label):
@@ -265,18 +266,11 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
             levels.append(level)
             bake_level(len(levels) - 1, level)
 
-    if sum(map(len, first)) > 1:
-        pairs = [pair for level in first for pair in level]
-        # A cage or hook on geometry whose handle another chain's hand carries counts too (no loop for a rig).
-        posed = {chain.names[0] for _, chain in pairs}
-        followers = [spec.label for spec, chain in pairs
-                     if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name, posed) is not None
-                            for _, obj, bone_name in spec.goals())]
-        # As many rounds as such chains: one may follow another's cuff (C's goal on B's, B's on A's), baked before it
-        # in the list; each round settles one more link of that, whatever the list's order.
-        for _ in followers:
-            for label in followers:
-                bake_again(label)
+    # One follower may follow another's cuff (C's goal on B's, B's on A's), baked before it in the list: each round
+    # after the first pass settles one more link of that, whatever the list's order.
+    for _ in followers[1:]:
+        for label in followers:
+            bake_again(label)
     while True:
         try:
             _verify(scene, armature, checks, frames, index)
@@ -287,6 +281,32 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
                 raise
             retried.add(error.chain)
             bake_again(error.chain)
+
+
+def _geometry_followers(armature, levels):
+    """The labels of the chains of a bake of several (``levels``: :func:`chain.order`'s) whose target or pole follows
+    geometry the armature deforms (native_rig.deformed_source, with every chain's first bone: a cage or hook whose
+    handle another chain's hand carries counts too, which makes no loop for a rig), in list order. The chains' order
+    follows bones, parents, constraints and drivers, not geometry: another chain's pose may move such a goal."""
+    pairs = [pair for level in levels for pair in level]
+    if len(pairs) < 2:
+        return []
+    posed = {chain.names[0] for _, chain in pairs}
+    return [spec.label for spec, chain in pairs
+            if any(native_rig.deformed_source(armature, obj, chain.names[0], bone_name, posed) is not None
+                   for _, obj, bone_name in spec.goals())]
+
+
+def _followers_last(levels, followers):
+    """``levels`` with each level's ``followers`` baked after the level's other chains, one level each (their goals
+    then read frame by frame on the keys before them), and before the levels below."""
+    if not followers:
+        return levels
+    split = []
+    for level in levels:
+        split += [part for part in [[pair for pair in level if pair[0].label not in followers]] if part]
+        split += [[pair] for pair in level if pair[0].label in followers]
+    return split
 
 
 def _show_keys(armature):
@@ -491,6 +511,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     evaluate_now()
     # What changes from frame to frame (the target's scale, the armature's) is checked on the baked frames.
     levels = prepare(armature, specs, now=False)
+    followers = _geometry_followers(armature, levels)
+    levels = _followers_last(levels, followers)
     curves, still = sampling.PlayedCurves(armature), set()
     for level in levels:
         for spec, chain in level:
@@ -538,7 +560,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         try:
             for depth, level in enumerate(levels):
                 bake_level(depth, level)
-            _verify_settled(scene, armature, levels, checks, frames, check_index, baked, bake_level)
+            _verify_settled(scene, armature, levels, checks, frames, check_index, baked, bake_level, followers)
         except BaseException:  # a refusal, or anything else once keys are written (an interrupt too): put them back
             if written:
                 keys.restore_channels(armature, snapshot)

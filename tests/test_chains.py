@@ -588,3 +588,34 @@ def test_bake_all_bakes_a_chain_whose_target_another_chain_moves_through_geometr
         scene.frame_set(frame)
         off = tips_off(bpy, obj, targets)
         assert max(off) < 1e-5, (frame, off)
+
+
+def test_bake_all_reads_a_goal_on_a_prop_the_body_carries_in_one_pass(blender):
+    """B's target is vertex-parented to a prop the armature deforms (an Armature modifier: a prop on the body), which
+    another chain's pose might move: B is baked after A, its goal read frame by frame on A's keys, in the bake's one
+    pass over the frames (it was baked first and then again, two passes: 27.9 against 19.4 ms over 200 frames). Every
+    frame plays both tips onto their targets."""
+    bpy = blender
+    from rigs import arm_and_chain_beside, hang_on_vertex, key_x, skin_patch, tips_off
+    obj, targets = arm_and_chain_beside(bpy)
+    prop = skin_patch(bpy, "Prop")
+    prop.location = targets[1].matrix_world.translation - prop.data.vertices[1].co
+    prop.vertex_groups.new(name="root").add([0, 1, 2, 3], 1.0, "REPLACE")
+    prop.modifiers.new("Armature", "ARMATURE").object = obj
+    bpy.context.view_layer.update()
+    hang_on_vertex(bpy, targets[1], prop)
+    key_x(targets[0], ((1, 0.9), (40, 0.8)))
+    scene, shown = bpy.context.scene, []
+
+    def count(scene, *_):
+        shown.append(scene.frame_current)
+    bpy.app.handlers.frame_change_post.append(count)
+    try:
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=40) == {"FINISHED"}
+    finally:
+        bpy.app.handlers.frame_change_post.remove(count)
+    assert len(shown) <= 40 + 3, len(shown)  # one pass, the self-check's frame and back
+    for frame in range(1, 41):
+        scene.frame_set(frame)
+        off = tips_off(bpy, obj, targets)
+        assert max(off) < 1e-5, (frame, off)
