@@ -8,11 +8,11 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from . import bake, keys, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, bone_path, chain_names, check_armature_scale,
-                    check_goals_evaluated, check_posable, enabled_collections, evaluate_now, followed_targets,
-                    goal_constraint_targets, goal_label, hangs_below, pose_chain, posers, posers_read_once, prepare,
-                    read_chain, rotation_values, rotation_path, set_rotation, solve_current, verify_goals, verify_pose,
-                    write_rotations)
+from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, GoalMoved, bone_path, chain_names,
+                    check_armature_scale, check_goals_evaluated, check_posable, enabled_collections, evaluate_now,
+                    followed_targets, goal_constraint_targets, goal_label, hangs_below, pose_chain, posers,
+                    posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation, solve_current,
+                    verify_goals, verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -187,7 +187,7 @@ def _verify_solved(armature, solved):
                 continue
             try:
                 verify_goals(chain, spec, solve.solution, solve.goals)
-            except ChainError as error:
+            except GoalMoved as error:  # (what else it refuses, it refuses at once)
                 if len(solved) == 1:
                     raise error.for_chain(spec.label) from None
                 moved.append((index, error))
