@@ -12,8 +12,8 @@ import bpy
 import numpy as np
 
 from . import keys, native_rig, rotations, runtime, sampling
-from .chain import (AXES, ChainError, ChainSpec, GoalMoved, bone_path, evaluate_now, posers_read_once, prepare,
-                    rotation_path, rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
+from .chain import (AXES, ChainError, ChainSpec, GoalMoved, bone_path, evaluate_now, moves_with_chain, posers_read_once,
+                    prepare, rotation_path, rotation_values, set_rotation, solve_chain, verify_goals, verify_pose)
 from .report import compact_frames, frame_span
 
 INTERPOLATIONS = ("LINEAR", "BEZIER", "CONSTANT")
@@ -267,8 +267,9 @@ def _verify_settled(scene, armature, levels, checks, frames, index, baked, bake_
             bake_level(len(levels) - 1, level)
 
     # One follower may follow another's cuff (C's goal on B's, B's on A's), baked before it in the list: each round
-    # after the first pass settles one more link of that, whatever the list's order.
-    for _ in followers[1:]:
+    # after the first pass settles one more link of that, whatever the list's order; and one more when the first pass
+    # baked another chain after a follower, which may move its goal (a finger on the other hand hooking its cuff).
+    for _ in range(len(followers) - 1 + _baked_after_followers(first, followers)):
         for label in followers:
             bake_again(label)
     while True:
@@ -307,6 +308,23 @@ def _followers_last(levels, followers):
         split += [part for part in [[pair for pair in level if pair[0].label not in followers]] if part]
         split += [[pair] for pair in level if pair[0].label in followers]
     return split
+
+
+def _baked_after_followers(levels, followers):
+    """Whether ``levels`` (:func:`_followers_last`'s) bake after a follower a chain that is no follower and hangs below
+    none of them, nor its goals (a finger on another chain's hand, in a level below the follower's): its pose may move
+    the follower's goal through geometry, read on its old keys. Chains below a follower are baked again with it."""
+    pairs = [pair for level in levels for pair in level]
+    first = next((place for place, (spec, _) in enumerate(pairs) if spec.label in followers), len(pairs))
+    ahead = [chain for spec, chain in pairs[:first + 1] if spec.label in followers]
+    for spec, chain in pairs[first + 1:]:
+        if spec.label in followers:
+            ahead.append(chain)
+        elif not any(moves_with_chain(follower, obj, bone_name) is not None for follower in ahead
+                     for obj, bone_name in [(chain.armature, chain.names[0])]
+                     + [(obj, bone_name) for _, obj, bone_name in spec.goals()]):
+            return True
+    return False
 
 
 def _show_keys(armature):
