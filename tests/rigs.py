@@ -27,11 +27,22 @@ def key_x(obj, keys):
         obj.keyframe_insert("location", frame=frame)
 
 
+def bone_chain(edit_bones, parent, prefix, directions, head=None):
+    """In Edit Mode: bones ``prefix``1, 2, ... from ``head`` (default: the tail of ``parent``, an edit bone, connected
+    to it), each along its direction from the last one's tail, parented in a row below ``parent``."""
+    from mathutils import Vector
+    start = Vector(parent.tail if head is None else head)
+    for index, direction in enumerate(directions):
+        bone = edit_bones.new(f"{prefix}{index + 1}")
+        bone.head, bone.tail = start, start + Vector(direction)
+        bone.parent, bone.use_connect = parent, index > 0 or head is None
+        parent, start = bone, bone.tail.copy()
+
+
 def arm_and_chain_beside(bpy, loose=()):
     """The arm's chain 'A' (b1 > b2 > b3) and a chain 'B' (c1 > c2 > c3) on a bone P beside it, hanging from the root,
     neither below the other, each reaching for its Empty (TA, TB), as Blender has evaluated it; ``loose``: more bones,
     ``(name, head, tail)``, with no parent. Returns (object, (TA, TB))."""
-    from mathutils import Vector
     obj = build_arm()
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
@@ -41,11 +52,7 @@ def arm_and_chain_beside(bpy, loose=()):
     for name, head, tail in loose:
         bone = edit_bones.new(name)
         bone.head, bone.tail = head, tail
-    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
-        bone = edit_bones.new(f"c{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
+    bone_chain(edit_bones, parent, "c", [(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)])
     bpy.ops.object.mode_set(mode="OBJECT")
     targets = add_empty("TA", location=(0.9, 0.3, 1.1), rotation=(0.2, 0.4, 0.1)), \
         add_empty("TB", location=(1.5, 1.2, 1.0), rotation=(0.1, 0.3, 0.2))

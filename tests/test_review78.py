@@ -3,7 +3,7 @@ another chain's pose moves through geometry), with fingers and more hands."""
 import bpy  # noqa: F401  (mathutils comes with bpy)
 import pytest
 
-from rigs import beside_on_cuff, hang_on_hooked_cuff, key_x, tips_off
+from rigs import beside_on_cuff, bone_chain, hang_on_hooked_cuff, key_x, tips_off
 
 
 def finger_below(bpy, obj, hand="c3", name="F", prefix="f", held=True):
@@ -14,12 +14,8 @@ def finger_below(bpy, obj, hand="c3", name="F", prefix="f", held=True):
     from rigs import add_empty
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
-    parent = obj.data.edit_bones[hand]
-    for index, direction in enumerate([(0.0, 0.0, -0.1), (0.0, 0.1, 0.0), (0.1, 0.0, 0.0)]):
-        bone = obj.data.edit_bones.new(f"{prefix}{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
+    edit_bones = obj.data.edit_bones
+    bone_chain(edit_bones, edit_bones[hand], prefix, [(0.0, 0.0, -0.1), (0.0, 0.1, 0.0), (0.1, 0.0, 0.0)])
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
     world = obj.matrix_world @ obj.pose.bones[f"{prefix}3"].matrix
@@ -81,16 +77,11 @@ def test_bake_all_after_solve_all_plays_the_chain_on_the_cuff_on_every_frame(ble
 def chain_beside(bpy, obj, name, prefix, head):
     """A chain ``name`` (``prefix``1 > 2 > 3) on the root, bent as rigs.arm_and_chain_beside's B, from ``head``,
     reaching for an Empty drawn a fifth of the way in from its tip toward its base. Returns the Empty."""
-    from mathutils import Vector
     from rigs import add_empty
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
-    parent, start = obj.data.edit_bones["root"], Vector(head)
-    for index, direction in enumerate([(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)]):
-        bone = obj.data.edit_bones.new(f"{prefix}{index + 1}")
-        bone.head, bone.tail = start, start + Vector(direction)
-        bone.parent, bone.use_connect = parent, index > 0
-        parent, start = bone, bone.tail.copy()
+    edit_bones = obj.data.edit_bones
+    bone_chain(edit_bones, edit_bones["root"], prefix, [(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)], head)
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
     base = obj.matrix_world @ obj.pose.bones[f"{prefix}1"].head

@@ -3,7 +3,7 @@ All began baking such chains after the others of their level (commit 4b7537e).""
 import bpy  # noqa: F401  (mathutils comes with bpy)
 import pytest
 
-from rigs import add_empty, arm_and_chain_beside, hang_on_hooked_cuff, key_x, tips_off
+from rigs import add_empty, arm_and_chain_beside, bone_chain, hang_on_hooked_cuff, key_x, tips_off
 
 
 def beside_with_finger(bpy):
@@ -13,12 +13,7 @@ def beside_with_finger(bpy):
     obj, targets = arm_and_chain_beside(bpy)
     bpy.ops.object.mode_set(mode="EDIT")
     edit_bones = obj.data.edit_bones
-    parent = edit_bones["b3"]
-    for index, direction in enumerate([(0.0, 0.0, 0.12), (0.06, 0.0, 0.08), (0.06, 0.0, 0.0)]):
-        bone = edit_bones.new(f"F{index + 1}")
-        bone.head, bone.tail = parent.tail, Vector(parent.tail) + Vector(direction)
-        bone.parent, bone.use_connect = parent, True
-        parent = bone
+    bone_chain(edit_bones, edit_bones["b3"], "F", [(0.0, 0.0, 0.12), (0.06, 0.0, 0.08), (0.06, 0.0, 0.0)])
     bpy.ops.object.mode_set(mode="OBJECT")
     obj.blender_ik.active_chain_index = obj.blender_ik.chains.find("A")
     assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
