@@ -201,7 +201,6 @@ def _check_frame(scene, frames):
     return int(np.argmin(np.abs(frames - current)))
 
 
-
 def _verify(scene, armature, checks, frames, index):
     """The self-check: read back the pose Blender evaluates from the new keys at one baked frame, ``frames[index]``
     (:func:`_check_frame`'s), and compare it with the solve. At the current frame only the armature was re-evaluated;
@@ -227,7 +226,7 @@ def _verify(scene, armature, checks, frames, index):
             except ChainError as error:
                 message = error.message
                 early = [start for start, _ in sampling.simulations(scene) if start < 0]
-                if early and "moves when the chain is posed" in message:
+                if early and isinstance(error, GoalMoved):
                     # Blender does not replay a simulation from before frame 0 the same way once the keys are
                     # written: the goal that follows it moved, not one that follows the chain.
                     moved, _, rest = message.partition(": it follows ")

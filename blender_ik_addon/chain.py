@@ -1687,7 +1687,7 @@ def verify_goals(chain, spec, solution, goals, index=0):
             check_target(chain, spec, now=False)  # what it names, when it finds the cause (a Live validation is older)
             away = distance_text(bpy.context.scene, chain.armature, moved)
             raise GoalMoved(f"The {role} '{goal_label(obj, bone_name)}' moves when the chain is posed ({away}"
-                             f"{', and turns' if role == 'target' and turned else ''}): it follows something the "
-                             "chain moves, such as a mesh the armature deforms (a vertex parent, a Shrinkwrap onto "
-                             "the character's skin); hang it from something the chain does not move; nothing was "
-                             "changed")
+                            f"{', and turns' if role == 'target' and turned else ''}): it follows something the "
+                            "chain moves, such as a mesh the armature deforms (a vertex parent, a Shrinkwrap onto "
+                            "the character's skin); hang it from something the chain does not move; nothing was "
+                            "changed")

@@ -229,8 +229,8 @@ def check(armature, chain, spec, replaced=()):
         raise ChainError(f"Armature '{armature.name}' is not in the current view layer; its bones cannot be edited")
 
 
-# Constraints that read their target's geometry (a surface, a curve's path) rather than its transform; any constraint does
-# with a vertex group as its subtarget.
+# Constraints that read their target's geometry (a surface, a curve's path) rather than its transform; any
+# constraint does with a vertex group as its subtarget.
 _GEOMETRY_CONSTRAINTS = ("SHRINKWRAP", "FOLLOW_PATH", "CLAMP_TO", "SPLINE_IK")
 
 
