@@ -927,6 +927,12 @@ def _read_own_chain(armature, chain_settings):
             raise error.for_chain(chain_settings.name or chain_settings.tip_bone) from None
 
 
+def _live_off(names):
+    """What Build Rig says of the chains whose Live it turned off (a bake says so too): once the rig is removed, they
+    stay where it left them until Live is turned on again."""
+    return f"; Live turned off on {', '.join(names)} (the rig follows the target)" if names else ""
+
+
 def _verify_rigs(levels):
     """The self-check, as Solve's, of rigs just built and evaluated: the pose Blender evaluates with them on must be the
     solve of the goals and of the chain's parent as evaluated (a chain below another one moves with that one's rig), the
@@ -1072,13 +1078,14 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                 chain_settings.rig_name = ""
             evaluate_now()
             raise ChainError(error.message.replace("nothing was changed", "the rig was removed"), error.chain) from None
+        was_live = [chain_settings.name or chain_settings.tip_bone for chain_settings in chosen if chain_settings.live]
         for chain_settings, spec in zip(chosen, specs):
             if not chain_settings.name:  # named once built: a refused build changes nothing
                 chain_settings.name = chain_settings.tip_bone
             chain_settings.rig_signature = rig_signature(armature, chain_settings)
             chain_settings.live = False  # the rig follows the target now
         self.report({"INFO"}, f"Built the rig of {', '.join(spec.label for spec in specs)}: Blender evaluates "
-                              f"{'them' if len(specs) > 1 else 'it'} without the add-on")
+                              f"{'them' if len(specs) > 1 else 'it'} without the add-on{_live_off(was_live)}")
         return {"FINISHED"}
 
 
@@ -1106,10 +1113,12 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                 native_rig.set_muted(armature, name, True)
             evaluate_now()
             raise ChainError(error.message.replace("nothing was changed", "the rig stays muted"), error.chain) from None
+        was_live = [chain_settings.name for chain_settings in chosen if chain_settings.live]
         for chain_settings in chosen:
             chain_settings.live = False  # the rig follows the target again
         self.report({"INFO"}, f"Unmuted the rig of {', '.join(spec.label for spec in specs)} (built in the library "
-                              f"file): {'they pose' if len(specs) > 1 else 'it poses'} the chain again")
+                              f"file): {'they pose' if len(specs) > 1 else 'it poses'} the chain again"
+                              f"{_live_off(was_live)}")
         return {"FINISHED"}
 
 
