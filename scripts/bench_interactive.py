@@ -246,7 +246,7 @@ def main():
         for method in methods:
             best[method] = min(best[method], measure(method, args.updates))
     print(f"bpy {bpy.app.version_string}; median per target move, best of {args.rounds} alternating rounds")
-    labels = {"ik": "Blender's IK constraint", "ik+rot": "  IK constraint, use_rotation (nearest ours)",
+    labels = {"ik": "Blender's IK constraint", "ik+rot": "  the IK with use_rotation (nearest ours)",
               "ik, add-on idle": "  the same, the add-on registered, no chain",
               "live": "Live re-solve (+ the update showing it)",
               "floor live": "  its floor (handler writes the pose)", "solve": "Solve operator (+ the update showing it)",
