@@ -21,7 +21,7 @@ from typing import NamedTuple
 import bpy
 import numpy as np
 from bpy.utils import escape_identifier, unescape_identifier
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from . import rotations
 from .report import compact_frames, distance_text
@@ -1038,6 +1038,74 @@ def base_rows(chain):
 
 
 _ORIGIN = (0.0, 0.0, 0.0)
+
+
+def _basis(attribute, value, scale):
+    """``R · S`` (a 4×4 Matrix) of a bone whose rotation channels ``attribute`` hold ``value``, as Blender makes its
+    basis of them (a quaternion normalised, an axis-angle's axis too; mathutils computes in float32, as Blender)."""
+    if attribute == "rotation_quaternion":
+        rotation = Quaternion(value).normalized().to_matrix()
+    elif attribute == "rotation_euler":
+        rotation = value.to_matrix()
+    else:
+        axis = Vector(value[1:])
+        rotation = Matrix.Rotation(value[0], 3, axis.normalized()) if axis.length > 0.0 else Matrix.Identity(3)
+    return (rotation @ Matrix.Diagonal(scale)).to_4x4()
+
+
+def posed_matrices(chain, base, written):
+    """The pose-space matrices Blender will give the chain's bones once it evaluates the rotations ``written``
+    ({attribute: [(bone name, value)]}, as :func:`pose_chain` made them) on the base ``base`` (:func:`base_rows`), by
+    bone name, in float32 as Blender computes them: :func:`predicted_base` builds on them before Blender evaluates."""
+    values = {name: (attribute, value) for attribute, pairs in written.items() for name, value in pairs}
+    matrix, posed = Matrix(base), {}
+    for index, pose_bone in enumerate(chain.pose_bones):
+        if index:
+            matrix = matrix @ Matrix(chain.offsets[index - 1].tolist())  # K₂, K₃: their locations included
+        matrix = matrix @ _basis(*values[pose_bone.name], pose_bone.scale)
+        posed[pose_bone.name] = matrix
+    return posed
+
+
+def _follows_plainly(armature, pose_bone):
+    """Whether Blender poses ``pose_bone`` as its parent's pose times its rest offset times its own channels, nothing
+    else: no constraint, no driver or inheritance setting that changes the product (another bone's IK reaching it is
+    :func:`predicted_base`'s to ask, once for all the bones it walks)."""
+    bone = pose_bone.bone
+    if (not bone.use_inherit_rotation or bone.inherit_scale != "FULL" or not bone.use_local_location
+            or bone.use_relative_parent or any(_constraint_active(c) for c in pose_bone.constraints)):
+        return False
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    path = bone_path(pose_bone.name, "")
+    return not any(driver.data_path.startswith(path) for driver in drivers)  # (another bone's IK: the caller's)
+
+
+def predicted_base(chain, posed):
+    """:func:`base_rows` of ``chain`` once Blender evaluates the bones ``posed`` (:func:`posed_matrices`, not yet
+    evaluated), when its first bone hangs below one of them through bones it follows plainly (and follows its parent
+    plainly itself); None otherwise. Equal to what Blender gives within its float32 rounding: the caller compares it
+    with Blender's once evaluated."""
+    armature, first = chain.armature, chain.pose_bones[0]
+    if not _follows_plainly(armature, first):
+        return None
+    path, parent = [], first.parent
+    while parent is not None and parent.name not in posed:
+        if not _follows_plainly(armature, parent):
+            return None
+        path.append(parent)
+        parent = parent.parent
+    if parent is None or next(posers(armature, {first.name, *(pose_bone.name for pose_bone in path)}), None):
+        return None
+    matrix, rest = posed[parent.name], parent.bone.matrix_local
+    for pose_bone in reversed(path):
+        bone = pose_bone.bone
+        basis = pose_bone.matrix_basis.copy()  # (a view of the bone: setting its translation would move it)
+        if bone.use_connect:  # a connected bone's location does not count
+            basis.translation = _ORIGIN
+        matrix = matrix @ (rest.inverted() @ bone.matrix_local) @ basis
+        rest = bone.matrix_local
+    location = _ORIGIN if first.bone.use_connect else first.location
+    return rows_of(matrix @ (rest.inverted() @ first.bone.matrix_local) @ Matrix.Translation(location))
 
 
 def base_matrix(chain):
