@@ -477,7 +477,8 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         # The levels below, while Live can tell their chains' bases from the poses just solved (a finger chain below the
         # hand's, through the palm), are solved on those before Blender evaluates anything: one evaluation for all of
         # them instead of one per level, each of which re-evaluates what the armature deforms (a hand's and its five
-        # fingers' chains on a 40,000-vertex body: 77 against 39 ms an update for Blender's IK constraints).
+        # fingers' chains on Rigify's metarig deforming a 40,000-vertex mesh: 70.6 ms an update, now 37.2, against
+        # 34.4-34.7 for Blender's IK constraints).
         poses = {}
         while group[-1][1] and group[-1][0] + 1 < len(levels):
             for _, chain, solve, _, own, base in group[-1][1]:
@@ -498,13 +499,13 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         evaluate_now()
         again = None if len(group) == 1 else next(
             (level_depth for level_depth, entries in group[1:] if not _as_predicted(entries, inputs_of)), None)
-        for level_depth, entries in group:
+        for index, (level_depth, entries) in enumerate(group):
             if again is not None and level_depth >= again:
                 break
             refused, count = _settle(armature, entries, level_depth, inputs_of)
             posed += count
-            if refused and len(group) > 1 and again is None:
-                again = group[1][0]  # a chain above was refused: the ones below were solved on its pose
+            if refused and index + 1 < len(group):  # the levels below were solved on the pose put back
+                again = group[index + 1][0] if again is None else min(again, group[index + 1][0])
         if again is not None:
             # Solved again, level by level as Blender evaluates them: put back, as they were before this update.
             for level_depth, entries in group:

@@ -38,17 +38,17 @@ def _palm_constrained(obj, chains):
             palm.constraints.new("LIMIT_ROTATION")
 
 
-def _hand_and_fingers(bpy, controls):
-    """Rigify's human metarig with live chains on the left hand and its five fingers (Chains from Selected), each
-    finger's target drawn a tenth of the way in toward its chain's base (a straight finger's tip is at its full reach),
-    set up by ``controls``."""
+def _hand_and_fingers(bpy, controls, spine=False):
+    """Rigify's human metarig with live chains on the left hand and its five fingers (Chains from Selected; with
+    ``spine``, on the spine too, above the arm), each finger's (and the spine's) target drawn a tenth of the way in
+    toward its chain's base (a straight chain's tip is at its full reach), set up by ``controls``."""
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_human_metarig_add()
     obj = bpy.context.object
-    select_tips(bpy, obj, ["hand.L", *FINGERS])
+    select_tips(bpy, obj, ["hand.L", *FINGERS] + (["spine.003"] if spine else []))
     assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
     chains = {chain.tip_bone: chain for chain in obj.blender_ik.chains}
-    for tip in FINGERS:
+    for tip in FINGERS + (("spine.003",) if spine else ()):
         base = obj.matrix_world @ obj.pose.bones[tip].parent.parent.head
         target = chains[tip].target
         target.location = target.location + 0.1 * (base - target.matrix_world.translation)
@@ -111,6 +111,22 @@ def test_chains_below_a_moving_chain_follow_it_in_one_evaluation_where_their_bas
         evaluations.reset()
         _drag(bpy, chains, step)
         assert (evaluations.calls == 1) == once, evaluations.calls
+        _on_targets(obj, chains)
+
+
+def test_three_levels_follow_the_spine_in_one_evaluation(blender, evaluations):
+    """The spine's target dragged, the arm's chain below the spine (through the shoulder), the fingers' below the
+    hand's: three levels, solved on bases told from the poses above, in one evaluation an update."""
+    bpy = blender
+    obj, chains = _hand_and_fingers(bpy, _free, spine=True)
+    _on_targets(obj, chains)
+    target = chains["spine.003"].target
+    for step in range(4):
+        evaluations.reset()
+        target.location.x += 0.01
+        target.location.y -= 0.005 * (-1) ** step
+        bpy.context.view_layer.update()
+        assert evaluations.calls == 1, evaluations.calls
         _on_targets(obj, chains)
 
 
