@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Live with many chains on a character: Rigify's human metarig, against as many IK constraints.
 
-    python scripts/bench_live_chains.py [--updates 60] [--rounds 5]
+    python scripts/bench_live_chains.py [--updates 60] [--rounds 5] [--grid 200]
 
 Chains from Selected on up to 27 tips of the metarig (spine and neck, face, arms, fingers, legs), each target
 parented to its chain's parent bone (so it moves with the body, as an animator sets targets up). For 1, 8 and 27 chains,
@@ -9,6 +9,9 @@ alternating in one run, Blender's IK constraints (chain length 3, the same targe
 - one leaf target moved per update (a foot: nothing hangs below it), which shows what idle chains cost;
 - the spine's target moved (every chain above the legs hangs below it and is re-solved, in four levels);
 - every target moved.
+Then the left hand's chain and its five fingers' below it, the finger controls under the hand's control: the hand's
+control dragged, without a mesh and with a --grid² vertex mesh the armature deforms (each evaluation deforms it again;
+Live evaluates once an update where it can tell the fingers' bases from the hand's pose).
 Each update is timed as ``view_layer.update()`` after the move; for Live a second update too (the one showing the
 pose, as bench_interactive counts it). Prints medians per update (ms), the best of the rounds, and their ratios.
 """
@@ -123,6 +126,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=60, help="target moves per measurement (60)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds; the best median counts (5)")
+    parser.add_argument("--grid", type=int, default=200,
+                        help="the hand's case: a mesh of GRID x GRID vertices the armature deforms (200; 0: skip it)")
     args = parser.parse_args()
     print(f"bpy {bpy.app.version_string}; Rigify's human metarig; median per update (ms), best of {args.rounds} "
           "alternating rounds")
@@ -154,7 +159,49 @@ def main():
             print(f"  {count:2d} chains, {what:19s} IK {ik * 1e3:6.2f}  Live {live * 1e3:6.2f}  {live / ik:5.1f}x")
         print(f"  {count:2d} chains: with Live, the farthest tip said to reach its target is {off:.1e} from it; "
               f"{out} out of reach (a straight limb's target at its tip, moved outward)")
+    if args.grid:
+        hand_rows(args)
     blender_ik_addon.unregister()
+
+
+HAND = ("hand.L", "f_index.03.L", "thumb.03.L", "f_middle.03.L", "f_ring.03.L", "f_pinky.03.L")
+
+
+def hand_rows(args):
+    """The left hand's chain and its five fingers' below it, the finger controls under the hand's control (as an IK
+    rig has them), the hand's control dragged: Live solves the fingers on bases told from the hand's pose and Blender
+    evaluates once an update (the IK constraints: once). Without a mesh, and with a grid of ``args.grid``² vertices
+    the armature deforms (envelopes), which every evaluation deforms again."""
+    for grid in (0, args.grid):
+        if not hasattr(bpy.types.Object, "blender_ik"):
+            blender_ik_addon.register()
+        global TIPS
+        tips, TIPS = TIPS, HAND
+        try:
+            obj, chains = character(len(HAND))
+        finally:
+            TIPS = tips
+        hand = chains[0].target
+        for chain in chains[1:]:
+            target = chain.target
+            world = target.matrix_world.copy()
+            target.parent, target.parent_type = hand, "OBJECT"
+            target.matrix_world = world
+        if grid:
+            bpy.ops.mesh.primitive_grid_add(x_subdivisions=grid, y_subdivisions=grid, size=2.0, location=(0.5, 0, 1.3))
+            modifier = bpy.context.active_object.modifiers.new("Armature", "ARMATURE")
+            modifier.object, modifier.use_vertex_groups, modifier.use_bone_envelopes = obj, False, True
+            bpy.context.view_layer.objects.active = obj
+        bpy.context.view_layer.update()
+        goals = [(chain.tip_bone, chain.target) for chain in chains]
+        best = {}
+        for _ in range(args.rounds):
+            for method in ("ik", "live"):
+                use(method, obj, goals)
+                best[method] = min(best.get(method, float("inf")), measure(method, [hand], args.updates))
+        what = f"a {grid * grid:,}-vertex mesh deformed" if grid else "no mesh"
+        print(f"  the hand and five fingers below it, {what}: IK {best['ik'] * 1e3:6.2f}  Live "
+              f"{best['live'] * 1e3:6.2f}  {best['live'] / best['ik']:5.1f}x")
 
 
 if __name__ == "__main__":
