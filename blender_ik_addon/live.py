@@ -451,6 +451,8 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         """Solve and pose (into ``writes``) the level's chains; ``bases``: predicted ones (:func:`_predicted_bases`)."""
         solved = []
         for spec, chain in level:
+            if bases is not None:  # below a chain posed in this update, as _base forgets it: its parent moved
+                _bases.pop((armature.name, spec.label), None)
             try:
                 base = (bases[spec] if bases is not None else
                         _base(armature, spec, chain, inputs_of[spec], validated_of[spec], depth))
