@@ -40,6 +40,10 @@ _last_inputs = {}  # (armature name, chain name) -> the inputs of its last live 
 _validated = {}  # (armature name, chain name) -> its Chain, validated (goals too) with the inputs above
 _armature_read = {}  # (armature name, chain name) -> ((pauses, tip bone, object) when read, _armature_inputs)
 _bases = {}  # (armature name, chain name) -> (its parent bone's matrix, chain.base_rows read with it)
+# (armature name, chain name) -> its validation inputs (_inputs) when Blender showed another base, or moved its goals,
+# than Live told from the pose above it (_as_predicted): its level is solved level by level while they hold, rather
+# than told, put back and solved again on every update (a finger's target on a cuff the hand's Hook shapes).
+_untold = {}
 _view_layers = set()  # (scene's session_uid, view layer name) of the view layers followed since a load or undo
 _looped = {}  # (armature name, chain name) -> why: chains hanging from each other in a loop across armatures (_loops)
 _posed = {}  # (armature name, chain name) -> {bone name: the rotation its last live solve wrote} (_replayed)
@@ -303,11 +307,13 @@ def _base(armature, spec, chain, inputs, validated, depth):
 _ENTRIES = operator.itemgetter(1)  # a group's (depth, entries) -> its entries
 
 
-def _predicted_bases(armature, level, poses, solved):
+def _predicted_bases(armature, level, poses, solved, inputs_of):
     """Each chain of ``level``'s base (chain.predicted_base) on the bones ``poses`` of the chains ``solved`` above it
     in this update, posed and not yet evaluated; None unless every one of them can be told so: its goals do not move
     with those chains (hung below them, or following them through constraints or drivers), and its first bone hangs
     below them through bones Blender poses plainly."""
+    if any(_untold.get((armature.name, spec.label), ()) == inputs_of[spec][0] for spec, _ in level):
+        return None
     reach = _Reach(armature, (chain.names[0] for _, chain, *_ in solved))
     bases = {}
     with posers_read_once(armature):
@@ -338,14 +344,14 @@ def _as_predicted(entries, inputs_of):
         if solve is None or solve.solution.degenerate[0]:
             return False
         motion = inputs_of[spec][1]
-        if (_matrix(spec.target, spec.target_bone) != motion[2]
-                or motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3]):
-            return False
         actual = base_rows(chain)
         size = math.sqrt(sum(row[0] * row[0] for row in actual[:3]))  # the base's scale
         room = 1e-6 * (size * chain.floats.size + max(abs(row[3]) for row in actual[:3]))
-        if any(abs(a - b) > (room if column == 3 else 1e-6 * size)
-               for row_a, row_b in zip(actual[:3], base[:3]) for column, (a, b) in enumerate(zip(row_a, row_b))):
+        if (_matrix(spec.target, spec.target_bone) != motion[2]
+                or motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3]
+                or any(abs(a - b) > (room if column == 3 else 1e-6 * size) for row_a, row_b in zip(actual[:3], base[:3])
+                       for column, (a, b) in enumerate(zip(row_a, row_b)))):
+            _untold[(chain.armature.name, spec.label)] = inputs_of[spec][0]  # (what follows will again)
             return False
     return True
 
@@ -488,7 +494,7 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
                     poses.update(posed_matrices(chain, base, own))
             below = group[-1][0] + 1
             above = [entry for _, entries in group for entry in entries]
-            bases = _predicted_bases(armature, levels[below], poses, above)
+            bases = _predicted_bases(armature, levels[below], poses, above, inputs_of)
             if bases is None:
                 break
             group.append((below, solve_level(levels[below], below, writes, bases)))
@@ -595,7 +601,7 @@ def rescan():
             del cache[name]
     # Every per-chain cache, to the live chains there are: a character deleted kept its 27 validated chains and bases
     # (7 kB a chain) for the session, a live chain renamed its entries under the old name.
-    for cache in (_last_inputs, _validated, _armature_read, _bases, _posed):
+    for cache in (_last_inputs, _validated, _armature_read, _bases, _posed, _untold):
         for key in [key for key in cache if key not in live_chains]:
             del cache[key]
     _stale[0] = False
@@ -775,6 +781,7 @@ def on_data_replaced(*_args):
     _validated.clear()
     _posed.clear()
     _bases.clear()
+    _untold.clear()
     _armature_read.clear()
     _moved_kept.clear()
     _view_layers.clear()

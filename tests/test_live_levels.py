@@ -154,6 +154,29 @@ def test_a_base_told_wrong_is_caught_once_blender_evaluates_it(blender, evaluati
         _on_targets(obj, chains)
 
 
+def test_a_goal_the_chain_above_moves_through_geometry_is_solved_level_by_level(blender, evaluations):
+    """A finger's target hung from a cuff a Hook on the hand shapes: telling its base from the hand's pose cannot
+    foresee where the cuff takes the target. Found out once Blender evaluates, the fingers are solved again level by
+    level, on the target where the cuff put it; after that first time they are not told again (each update would put
+    them back and evaluate once more than before), and every tip is on its target."""
+    from rigs import hang_on_hooked_cuff
+    bpy = blender
+    obj, chains = _hand_and_fingers(bpy, _free)
+    cuffed = chains[FINGERS[0]].target
+    world = cuffed.matrix_world.copy()
+    cuffed.parent = None  # (hung from the cuff instead of the hand's control, where it is)
+    cuffed.matrix_world = world
+    hang_on_hooked_cuff(bpy, obj, cuffed, "hand.L")
+    bpy.context.view_layer.update()
+    calls = []
+    for step in range(4):
+        evaluations.reset()
+        _drag(bpy, chains, step)
+        calls.append(evaluations.calls)
+        _on_targets(obj, chains)
+    assert max(calls[1:]) <= 3, calls  # level by level, as before the bases were told: no put-back evaluation
+
+
 def test_the_chains_below_a_refused_one_are_solved_on_the_pose_put_back(blender, monkeypatch):
     """When Blender does not show the hand's chain as solved (here its self-check made to refuse it), its pose is put
     back: the fingers solved on its new pose are solved again on the one put back, and land on their targets."""
