@@ -63,8 +63,8 @@ def _on_targets(obj, chains):
 def test_a_prop_rig_held_in_a_live_hand_keeps_every_chain_on_its_target(blender, how, finger_on_prop):
     """The hand's target dragged: the fingers follow it (bases told from the hand's pose), the prop moves with the hand
     and its two chains, one below the other, are solved again in the next pass; with ``finger_on_prop``, the index's
-    target hangs from the prop's q2 (moved by the prop's pose: its level is not told; the prop's chain takes it a little out
-    of reach). Every tip on its target, or as far off it as its read-out says."""
+    target hangs from the prop's q2 (moved by the prop's pose: its level is not told; the prop's chain takes it a little
+    out of reach). Every tip on its target, or as far off it as its read-out says."""
     bpy = blender
     obj, chains = _hand_and_fingers(bpy, _free)
     prop, prop_chains = _prop_in_hand(bpy, obj, how)
