@@ -995,10 +995,12 @@ def check_goals_evaluated(spec):
             check_evaluated(obj, f"The {role} '{goal_label(obj, bone_name)}'")
 
 
-def goal_matrices(chain, spec):
+def goal_matrices(chain, spec, told=None):
     """The target's and (plane "POLE") the pole's armature-space matrices (rows of floats) as last evaluated,
-    for a chain and goals :func:`check_target` has validated."""
-    matrix = goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
+    for a chain and goals :func:`check_target` has validated. ``told``: {role: matrix} of goals that are not evaluated
+    yet (:func:`told_goal`), used instead."""
+    told = told or {}
+    matrix = told.get("target") or goal_matrix(chain.armature, spec.target, spec.target_bone, "target")
     for axis, role in ((spec.up_axis, ""), (spec.roll_axis, ", its roll axis: the roll would be any")):
         if axis == "NONE":
             continue
@@ -1009,7 +1011,7 @@ def goal_matrices(chain, spec):
                              f"{axis.lstrip('-')} axis{role}")
     pole_matrix = None
     if spec.plane == "POLE":
-        pole_matrix = goal_matrix(chain.armature, spec.pole, spec.pole_bone, "pole")
+        pole_matrix = told.get("pole") or goal_matrix(chain.armature, spec.pole, spec.pole_bone, "pole")
     return matrix, pole_matrix
 
 
@@ -1080,32 +1082,68 @@ def _follows_plainly(armature, pose_bone):
     return not any(driver.data_path.startswith(path) for driver in drivers)  # (another bone's IK: the caller's)
 
 
+def _told_pose(armature, pose_bone, posed, walked):
+    """The pose-space Matrix of ``pose_bone`` once Blender evaluates the bones ``posed`` (:func:`posed_matrices`, not
+    yet evaluated): one of them, or below one through bones it follows plainly (:func:`_follows_plainly`, itself
+    too); None otherwise. The bones walked are added to the set ``walked``, for the caller to ask once whether another
+    bone's IK reaches any of them."""
+    path, bone = [], pose_bone
+    while bone is not None and bone.name not in posed:
+        if not _follows_plainly(armature, bone):
+            return None
+        path.append(bone)
+        bone = bone.parent
+    if bone is None:
+        return None
+    walked.update(pose_bone.name for pose_bone in path)
+    matrix, rest = posed[bone.name], bone.bone.matrix_local
+    for pose_bone in reversed(path):
+        basis = pose_bone.matrix_basis.copy()  # (a view of the bone: setting its translation would move it)
+        if pose_bone.bone.use_connect:  # a connected bone's location does not count
+            basis.translation = _ORIGIN
+        matrix = matrix @ (rest.inverted() @ pose_bone.bone.matrix_local) @ basis
+        rest = pose_bone.bone.matrix_local
+    return matrix
+
+
 def predicted_base(chain, posed):
     """:func:`base_rows` of ``chain`` once Blender evaluates the bones ``posed`` (:func:`posed_matrices`, not yet
     evaluated), when its first bone hangs below one of them through bones it follows plainly (and follows its parent
     plainly itself); None otherwise. Equal to what Blender gives within its float32 rounding: the caller compares it
     with Blender's once evaluated."""
     armature, first = chain.armature, chain.pose_bones[0]
-    if not _follows_plainly(armature, first):
+    walked = {first.name}
+    if first.parent is None or not _follows_plainly(armature, first):
         return None
-    path, parent = [], first.parent
-    while parent is not None and parent.name not in posed:
-        if not _follows_plainly(armature, parent):
-            return None
-        path.append(parent)
-        parent = parent.parent
-    if parent is None or next(posers(armature, {first.name, *(pose_bone.name for pose_bone in path)}), None):
+    parent = _told_pose(armature, first.parent, posed, walked)
+    if parent is None or next(posers(armature, walked), None):
         return None
-    matrix, rest = posed[parent.name], parent.bone.matrix_local
-    for pose_bone in reversed(path):
-        bone = pose_bone.bone
-        basis = pose_bone.matrix_basis.copy()  # (a view of the bone: setting its translation would move it)
-        if bone.use_connect:  # a connected bone's location does not count
-            basis.translation = _ORIGIN
-        matrix = matrix @ (rest.inverted() @ bone.matrix_local) @ basis
-        rest = bone.matrix_local
     location = _ORIGIN if first.bone.use_connect else first.location
-    return rows_of(matrix @ (rest.inverted() @ first.bone.matrix_local) @ Matrix.Translation(location))
+    return rows_of(parent @ (first.parent.bone.matrix_local.inverted() @ first.bone.matrix_local)
+                   @ Matrix.Translation(location))
+
+
+def told_goal(armature, obj, bone_name, posed):
+    """A goal's armature-space matrix (rows, as :func:`goal_matrix` reads it) once Blender evaluates the bones
+    ``posed`` (:func:`posed_matrices`): a bone of the armature (:func:`_told_pose`), or an object parented to one with
+    nothing else moving it (no constraint, no driver); None otherwise, or when another bone's IK reaches a bone it
+    hangs from. Within Blender's float32 rounding of what it shows: the caller compares it once evaluated."""
+    walked = set()
+    if obj == armature and bone_name:
+        matrix = _told_pose(armature, armature.pose.bones[bone_name], posed, walked)
+    elif (bone_name or obj.parent != armature or obj.parent_type != "BONE" or obj.parent_bone not in armature.pose.bones
+          or any(_constraint_active(c) for c in obj.constraints)
+          or obj.animation_data is not None and any(not driver.mute for driver in obj.animation_data.drivers)):
+        return None
+    else:  # Blender's parent matrix of a bone's child: the bone's pose, moved to its tail
+        parent = armature.pose.bones[obj.parent_bone]
+        matrix = None if parent.bone.use_relative_parent else _told_pose(armature, parent, posed, walked)
+        if matrix is not None:
+            matrix = (matrix @ Matrix.Translation((0.0, parent.bone.length, 0.0)) @ obj.matrix_parent_inverse
+                      @ obj.matrix_basis)
+    if matrix is None or next(posers(armature, walked), None):
+        return None
+    return rows_of(matrix)
 
 
 def base_matrix(chain):
@@ -1541,13 +1579,14 @@ def evaluate_now():
     bpy.context.view_layer.update()
 
 
-def solve_current(chain, spec, validated=False, base=None):
+def solve_current(chain, spec, validated=False, base=None, told=None):
     """Solve a validated chain for the scene as last evaluated. Returns a ChainSolve of one sample;
     changes nothing (pose it with :func:`pose_chain`). Outside a depsgraph handler, call
     :func:`evaluate_now` first. ``validated``: the goals were checked (:func:`check_target`) and nothing
     they depend on changed since; only their matrices are read. ``base``: :func:`base_rows` of the chain, when the
-    caller knows it (nothing it depends on changed since it was read)."""
-    target, pole = goal_matrices(chain, spec) if validated else check_target(chain, spec)
+    caller knows it (nothing it depends on changed since it was read); ``told``: goals' matrices (see
+    :func:`goal_matrices`), for a chain checked already."""
+    target, pole = goal_matrices(chain, spec, told) if validated or told else check_target(chain, spec)
     base, pole = base_rows(chain) if base is None else base, None if pole is None else [row[3] for row in pole[:3]]
     solve = solve_one(chain, base, target, spec, pole)
     if solve.solution.degenerate[0]:  # the plane is undefined: keep the current one rather than the rest pose's

@@ -18,6 +18,7 @@ touches no ``bpy.data`` (Blender restricts it while add-ons register); the first
 (and moves a 0.1 file's settings into the chain list). The handlers are ``@persistent`` and
 ``unregister()`` removes every one of them.
 """
+import contextlib
 import math
 import operator
 
@@ -28,9 +29,9 @@ from bpy.types import Armature, Object
 from . import keys, native_rig, props, runtime
 from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, check_armature_scale,
                     check_evaluated, check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
-                    goal_constraint_targets, hangs_below, order, pose_chain, posed_matrices, posers_read_once,
-                    predicted_base, read_chain, rendering, rotation_path, rotation_values, set_rotation, solve_current,
-                    verify_goals, verify_pose, with_armature, write_rotations)
+                    goal_constraint_targets, goal_matrix, hangs_below, order, pose_chain, posed_matrices,
+                    posers_read_once, predicted_base, read_chain, rendering, rotation_path, rotation_values,
+                    set_rotation, solve_current, told_goal, verify_goals, verify_pose, with_armature, write_rotations)
 
 # Runtime state only (nothing here is saved).
 _live = set()  # names of armature objects with a live chain
@@ -199,9 +200,9 @@ class _Reach:
     walking up from each of them, once per moving chain, cost 0.65 of 1.8 ms per update with 27 chains of Rigify's
     human metarig live and a foot's target moved (0.38 ms this way)."""
 
-    def __init__(self, armature, roots):
+    def __init__(self, armature, roots, reader=None):
         self.armature, self.roots = armature, set(roots)
-        self._below, self.reader = {}, CouplingReader()
+        self._below, self.reader = {}, CouplingReader() if reader is None else reader
 
     def add_roots(self, roots):
         self.roots.update(roots)
@@ -305,34 +306,42 @@ def _base(armature, spec, chain, inputs, validated, depth):
 
 
 _ENTRIES = operator.itemgetter(1)  # a group's (depth, entries) -> its entries
+_NOT_HELD = contextlib.nullcontext()
 
 
-def _predicted_bases(armature, level, poses, solved, inputs_of):
-    """Each chain of ``level``'s base (chain.predicted_base) on the bones ``poses`` of the chains ``solved`` above it
-    in this update, posed and not yet evaluated; None unless every one of them can be told so: its goals do not move
-    with those chains (hung below them, or following them through constraints or drivers), and its first bone hangs
-    below them through bones Blender poses plainly."""
+def _predicted_bases(armature, level, poses, solved, inputs_of, reader):
+    """Each chain of ``level``'s base (chain.predicted_base), and its goals that move with the chains ``solved`` above
+    it in this update (chain.told_goal), on the bones ``poses`` of those, posed and not yet evaluated; None unless every
+    one of them can be told so: its first bone hangs below them through bones Blender poses plainly, and its goals do
+    not move with them, or hang from such bones (not through constraints or drivers). ``reader``: the update's
+    CouplingReader (every level's reads the same bones). Call with the armature's IK held (posers_read_once)."""
     if any(_untold.get((armature.name, spec.label), ()) == inputs_of[spec][0] for spec, _ in level):
         return None
-    reach = _Reach(armature, (chain.names[0] for _, chain, *_ in solved))
+    reach = _Reach(armature, (chain.names[0] for _, chain, *_ in solved), reader)
     bases = {}
-    with posers_read_once(armature):
-        for spec, chain in level:
-            base = _predicted_base(armature, reach, spec, chain, poses)
-            if base is None:
-                return None
-            bases[spec] = base
+    for spec, chain in level:
+        base = _predicted_base(armature, reach, spec, chain, poses)
+        if base is None:
+            return None
+        bases[spec] = base
     return bases
 
 
 def _predicted_base(armature, reach, spec, chain, poses):
-    """:func:`_predicted_bases` of one chain, or None."""
-    if (any(reach.moves(obj, bone_name) for _, obj, bone_name in spec.goals())
-            or any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
-                reach.reader.bone_targets(armature, chain.names[0]) + goal_constraint_targets(spec, reach.reader),
-                reach.reader))):
+    """:func:`_predicted_bases` of one chain: its base, and {role: matrix} of its goals that move with the chains above
+    (chain.told_goal: a control parented to a body bone), or None."""
+    told = {}
+    for role, obj, bone_name in spec.goals():
+        if reach.moves(obj, bone_name):
+            told[role] = told_goal(armature, obj, bone_name, poses)
+            if told[role] is None:
+                return None
+    if any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
+            reach.reader.bone_targets(armature, chain.names[0]) + goal_constraint_targets(spec, reach.reader),
+            reach.reader)):
         return None
-    return predicted_base(chain, poses)
+    base = predicted_base(chain, poses)
+    return None if base is None else (base, told)
 
 
 def _as_predicted(entries, inputs_of):
@@ -340,20 +349,32 @@ def _as_predicted(entries, inputs_of):
     bases as predicted (to its float32 rounding), their goals where they were read (one on geometry a chain above
     deforms moved with it), their bend planes defined (an undefined one keeps the plane the chain had, read before the
     chain above moved). The self-check follows, as for any chain (:func:`_settle`)."""
-    for spec, chain, solve, _, _, base in entries:
+    for spec, chain, solve, _, _, base, told in entries:
         if solve is None or solve.solution.degenerate[0]:
             return False
         motion = inputs_of[spec][1]
-        actual = base_rows(chain)
-        size = math.sqrt(sum(row[0] * row[0] for row in actual[:3]))  # the base's scale
-        room = 1e-6 * (size * chain.floats.size + max(abs(row[3]) for row in actual[:3]))
-        if (_matrix(spec.target, spec.target_bone) != motion[2]
-                or motion[3] is not None and _matrix(spec.pole, spec.pole_bone) != motion[3]
-                or any(abs(a - b) > (room if column == 3 else 1e-6 * size) for row_a, row_b in zip(actual[:3], base[:3])
-                       for column, (a, b) in enumerate(zip(row_a, row_b)))):
-            _untold[(chain.armature.name, spec.label)] = inputs_of[spec][0]  # (what follows will again)
+        armature = chain.armature
+        reach = chain.floats.size * math.sqrt(sum(row[0] * row[0] for row in base[:3]))  # (scaled as the base is)
+        if (not _told_as_shown(base_rows(chain), base, reach)
+                or any(not _told_as_shown(goal_matrix(armature, obj, bone_name, role), told[role], reach)
+                       if role in told else _matrix(obj, bone_name) != motion[2 if role == "target" else 3]
+                       for role, obj, bone_name in spec.goals())):
+            _untold[(armature.name, spec.label)] = inputs_of[spec][0]  # (what follows will again)
             return False
     return True
+
+
+def _told_as_shown(actual, told, reach):
+    """Whether a matrix Blender evaluated (rows) is the one told, to its float32 rounding: each axis within 1e-6 of
+    its length, the point within 1e-6 of its distance from the armature's origin and the chain's ``reach``."""
+    (a0, a1, a2), (t0, t1, t2) = actual[:3], told[:3]
+    for column in range(3):
+        x, y, z = a0[column], a1[column], a2[column]
+        limit = 1e-6 * math.sqrt(x * x + y * y + z * z)
+        if abs(x - t0[column]) > limit or abs(y - t1[column]) > limit or abs(z - t2[column]) > limit:
+            return False
+    room = 1e-6 * (reach + max(abs(a0[3]), abs(a1[3]), abs(a2[3])))
+    return abs(a0[3] - t0[3]) <= room and abs(a1[3] - t1[3]) <= room and abs(a2[3] - t2[3]) <= room
 
 
 def _settle(armature, entries, depth, inputs_of):
@@ -361,7 +382,7 @@ def _settle(armature, entries, depth, inputs_of):
     them: keep and record each one Blender shows as solved, put back and report the others. Returns (whether one was
     put back, how many were kept)."""
     refused, goals_moved, kept = False, [], 0
-    for spec, chain, solve, before, own, _ in entries:
+    for spec, chain, solve, before, own, *_ in entries:
         key = (armature.name, spec.label)
         _last_inputs[key] = inputs_of[spec]  # a refusal is not retried until an input changes
         motion = inputs_of[spec][1]
@@ -457,15 +478,17 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
         """Solve and pose (into ``writes``) the level's chains; ``bases``: predicted ones (:func:`_predicted_bases`)."""
         solved = []
         for spec, chain in level:
+            told = None
             if bases is not None:  # below a chain posed in this update, as _base forgets it: its parent moved
                 _bases.pop((armature.name, spec.label), None)
+                base, told = bases[spec]
             try:
-                base = (bases[spec] if bases is not None else
-                        _base(armature, spec, chain, inputs_of[spec], validated_of[spec], depth))
-                solve = solve_current(chain, spec, validated=validated_of[spec], base=base)
+                if bases is None:
+                    base = _base(armature, spec, chain, inputs_of[spec], validated_of[spec], depth)
+                solve = solve_current(chain, spec, validated=validated_of[spec], base=base, told=told)
             except ChainError as error:
-                if bases is not None:  # solved again on the base Blender gives it, which says what is wrong
-                    solved.append((spec, chain, None, None, None, None))
+                if bases is not None:  # solved again on what Blender evaluates, which says what is wrong
+                    solved.append((spec, chain, None, None, None, None, None))
                 else:
                     errors[spec] = str(error)
                 continue
@@ -473,58 +496,60 @@ def solve_live(armature, scene, force=False, updated=None, live_chains=None):
             before = pose_chain(chain, solve.rotations[0], own)
             for attribute, values in own.items():
                 writes.setdefault(attribute, []).extend(values)
-            solved.append((spec, chain, solve, before, own, base))
+            solved.append((spec, chain, solve, before, own, base, told))
         return solved
 
-    depth = 0
-    while depth < len(levels):
-        if depth:
-            evaluate_now()  # the chains below see the pose the ones above just got (nothing to do when it shows it)
-        writes = {}
-        group = [(depth, solve_level(levels[depth], depth, writes))]
-        # The levels below, while Live can tell their chains' bases from the poses just solved (a finger chain below the
-        # hand's, through the palm), are solved on those before Blender evaluates anything: one evaluation for all of
-        # them instead of one per level, each of which re-evaluates what the armature deforms (a hand's and its five
-        # fingers' chains on Rigify's metarig deforming a 40,000-vertex mesh: 70.6 ms an update, now 37.2, against
-        # 34.4-34.7 for Blender's IK constraints).
-        poses = {}
-        while group[-1][1] and group[-1][0] + 1 < len(levels):
-            for _, chain, solve, _, own, base in group[-1][1]:
-                if solve is not None:
-                    poses.update(posed_matrices(chain, base, own))
-            below = group[-1][0] + 1
-            above = [entry for _, entries in group for entry in entries]
-            bases = _predicted_bases(armature, levels[below], poses, above, inputs_of)
-            if bases is None:
-                break
-            group.append((below, solve_level(levels[below], below, writes, bases)))
-        if not any(map(_ENTRIES, group)):
-            depth = group[-1][0] + 1
-            continue
-        write_rotations(armature, writes)  # the levels' chains at once
-        # The self-check, as Solve does it: the pose Blender evaluates must be the solved one. This
-        # evaluation is the one Blender would run anyway after this handler to show the new pose.
-        evaluate_now()
-        again = None if len(group) == 1 else next(
-            (level_depth for level_depth, entries in group[1:] if not _as_predicted(entries, inputs_of)), None)
-        for index, (level_depth, entries) in enumerate(group):
-            if again is not None and level_depth >= again:
-                break
-            refused, count = _settle(armature, entries, level_depth, inputs_of)
-            posed += count
-            if refused and index + 1 < len(group):  # the levels below were solved on the pose put back
-                again = group[index + 1][0] if again is None else min(again, group[index + 1][0])
-        if again is not None:
-            # Solved again, level by level as Blender evaluates them: put back, as they were before this update.
-            for level_depth, entries in group:
-                if level_depth >= again:
-                    for _, chain, _, before, _, _ in entries:
-                        for pose_bone, values in zip(chain.pose_bones, before or ()):
-                            set_rotation(pose_bone, values)
+    reader = CouplingReader() if len(levels) > 1 else None  # (what the levels below read of the bones, once)
+    with posers_read_once(armature) if reader is not None else _NOT_HELD:
+        depth = 0
+        while depth < len(levels):
+            if depth:
+                evaluate_now()  # the chains below see the pose the ones above just got (nothing to do when it shows it)
+            writes = {}
+            group = [(depth, solve_level(levels[depth], depth, writes))]
+            # The levels below, while Live can tell their chains' bases (and goals) from the poses just solved (a finger
+            # chain below the hand's, through the palm), are solved on those before Blender evaluates anything: one
+            # evaluation for all of them instead of one per level, each of which re-evaluates what the armature deforms
+            # (a hand's and its five fingers' chains on Rigify's metarig deforming a 40,000-vertex mesh: 70.6 ms an
+            # update, now 37.2, against 34.4-34.7 for Blender's IK constraints).
+            poses = {}
+            while group[-1][1] and group[-1][0] + 1 < len(levels):
+                for _, chain, solve, _, own, base, _ in group[-1][1]:
+                    if solve is not None:
+                        poses.update(posed_matrices(chain, base, own))
+                below = group[-1][0] + 1
+                above = [entry for _, entries in group for entry in entries]
+                bases = _predicted_bases(armature, levels[below], poses, above, inputs_of, reader)
+                if bases is None:
+                    break
+                group.append((below, solve_level(levels[below], below, writes, bases)))
+            if not any(map(_ENTRIES, group)):
+                depth = group[-1][0] + 1
+                continue
+            write_rotations(armature, writes)  # the levels' chains at once
+            # The self-check, as Solve does it: the pose Blender evaluates must be the solved one. This
+            # evaluation is the one Blender would run anyway after this handler to show the new pose.
             evaluate_now()
-            depth = again
-        else:
-            depth = group[-1][0] + 1
+            again = None if len(group) == 1 else next(
+                (level_depth for level_depth, entries in group[1:] if not _as_predicted(entries, inputs_of)), None)
+            for index, (level_depth, entries) in enumerate(group):
+                if again is not None and level_depth >= again:
+                    break
+                refused, count = _settle(armature, entries, level_depth, inputs_of)
+                posed += count
+                if refused and index + 1 < len(group):  # the levels below were solved on the pose put back
+                    again = group[index + 1][0] if again is None else min(again, group[index + 1][0])
+            if again is not None:
+                # Solved again, level by level as Blender evaluates them: put back, as they were before this update.
+                for level_depth, entries in group:
+                    if level_depth >= again:
+                        for _, chain, _, before, *_ in entries:
+                            for pose_bone, values in zip(chain.pose_bones, before or ()):
+                                set_rotation(pose_bone, values)
+                evaluate_now()
+                depth = again
+            else:
+                depth = group[-1][0] + 1
     if posed and idle and not _goals_moved[0]:
         # An idle chain's goal that moved while Live posed: one on geometry a posed chain shapes (hung from a vertex of
         # a cuff a Hook on the hand moves), which _moved_by does not follow. Read again at the next pass, as a goal a
