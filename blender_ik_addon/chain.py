@@ -444,6 +444,10 @@ class CouplingReader:
             self._bones[pointer, pose_bone.name] = found
         return found
 
+    def driven(self, armature):
+        """The names of ``armature``'s bones that have a driver (muted ones too), as read here once."""
+        return self._driver_targets(armature)[0].keys()
+
     def _driver_targets(self, obj):
         pointer = obj.as_pointer()
         if pointer not in self._drivers:
@@ -1069,27 +1073,25 @@ def posed_matrices(chain, base, written):
     return posed
 
 
-def _follows_plainly(armature, pose_bone):
+def _follows_plainly(pose_bone, driven):
     """Whether Blender poses ``pose_bone`` as its parent's pose times its rest offset times its own channels, nothing
-    else: no constraint, no driver or inheritance setting that changes the product (another bone's IK reaching it is
+    else: no constraint, no driver (``driven``: the names of the armature's bones that have one,
+    :meth:`CouplingReader.driven`) or inheritance setting that changes the product (another bone's IK reaching it is
     :func:`predicted_base`'s to ask, once for all the bones it walks)."""
     bone = pose_bone.bone
-    if (not bone.use_inherit_rotation or bone.inherit_scale != "FULL" or not bone.use_local_location
-            or bone.use_relative_parent or any(_constraint_active(c) for c in pose_bone.constraints)):
-        return False
-    drivers = armature.animation_data.drivers if armature.animation_data else ()
-    path = bone_path(pose_bone.name, "")
-    return not any(driver.data_path.startswith(path) for driver in drivers)  # (another bone's IK: the caller's)
+    return not (not bone.use_inherit_rotation or bone.inherit_scale != "FULL" or not bone.use_local_location
+                or bone.use_relative_parent or pose_bone.name in driven
+                or any(_constraint_active(c) for c in pose_bone.constraints))
 
 
-def _told_pose(armature, pose_bone, posed, walked):
+def _told_pose(pose_bone, posed, walked, driven):
     """The pose-space Matrix of ``pose_bone`` once Blender evaluates the bones ``posed`` (:func:`posed_matrices`, not
     yet evaluated): one of them, or below one through bones it follows plainly (:func:`_follows_plainly`, itself
-    too); None otherwise. The bones walked are added to the set ``walked``, for the caller to ask once whether another
-    bone's IK reaches any of them."""
+    too, ``driven`` as there); None otherwise. The bones walked are added to the set ``walked``, for the caller to ask
+    once whether another bone's IK reaches any of them."""
     path, bone = [], pose_bone
     while bone is not None and bone.name not in posed:
-        if not _follows_plainly(armature, bone):
+        if not _follows_plainly(bone, driven):
             return None
         path.append(bone)
         bone = bone.parent
@@ -1106,16 +1108,16 @@ def _told_pose(armature, pose_bone, posed, walked):
     return matrix
 
 
-def predicted_base(chain, posed):
+def predicted_base(chain, posed, driven):
     """:func:`base_rows` of ``chain`` once Blender evaluates the bones ``posed`` (:func:`posed_matrices`, not yet
     evaluated), when its first bone hangs below one of them through bones it follows plainly (and follows its parent
-    plainly itself); None otherwise. Equal to what Blender gives within its float32 rounding: the caller compares it
-    with Blender's once evaluated."""
+    plainly itself; ``driven`` as :func:`_follows_plainly`'s); None otherwise. Equal to what Blender gives within its
+    float32 rounding: the caller compares it with Blender's once evaluated."""
     armature, first = chain.armature, chain.pose_bones[0]
     walked = {first.name}
-    if first.parent is None or not _follows_plainly(armature, first):
+    if first.parent is None or not _follows_plainly(first, driven):
         return None
-    parent = _told_pose(armature, first.parent, posed, walked)
+    parent = _told_pose(first.parent, posed, walked, driven)
     if parent is None or next(posers(armature, walked), None):
         return None
     location = _ORIGIN if first.bone.use_connect else first.location
@@ -1123,21 +1125,22 @@ def predicted_base(chain, posed):
                    @ Matrix.Translation(location))
 
 
-def told_goal(armature, obj, bone_name, posed):
+def told_goal(armature, obj, bone_name, posed, driven):
     """A goal's armature-space matrix (rows, as :func:`goal_matrix` reads it) once Blender evaluates the bones
     ``posed`` (:func:`posed_matrices`): a bone of the armature (:func:`_told_pose`), or an object parented to one with
     nothing else moving it (no constraint, no driver); None otherwise, or when another bone's IK reaches a bone it
-    hangs from. Within Blender's float32 rounding of what it shows: the caller compares it once evaluated."""
+    hangs from (``driven`` as :func:`_follows_plainly`'s). Within Blender's float32 rounding of what it shows: the
+    caller compares it once evaluated."""
     walked = set()
     if obj == armature and bone_name:
-        matrix = _told_pose(armature, armature.pose.bones[bone_name], posed, walked)
+        matrix = _told_pose(armature.pose.bones[bone_name], posed, walked, driven)
     elif (bone_name or obj.parent != armature or obj.parent_type != "BONE" or obj.parent_bone not in armature.pose.bones
           or any(_constraint_active(c) for c in obj.constraints)
           or obj.animation_data is not None and any(not driver.mute for driver in obj.animation_data.drivers)):
         return None
     else:  # Blender's parent matrix of a bone's child: the bone's pose, moved to its tail
         parent = armature.pose.bones[obj.parent_bone]
-        matrix = None if parent.bone.use_relative_parent else _told_pose(armature, parent, posed, walked)
+        matrix = None if parent.bone.use_relative_parent else _told_pose(parent, posed, walked, driven)
         if matrix is not None:
             matrix = (matrix @ Matrix.Translation((0.0, parent.bone.length, 0.0)) @ obj.matrix_parent_inverse
                       @ obj.matrix_basis)

@@ -333,14 +333,14 @@ def _predicted_base(armature, reach, spec, chain, poses):
     told = {}
     for role, obj, bone_name in spec.goals():
         if reach.moves(obj, bone_name):
-            told[role] = told_goal(armature, obj, bone_name, poses)
+            told[role] = told_goal(armature, obj, bone_name, poses, reach.reader.driven(armature))
             if told[role] is None:
                 return None
     if any(reach.moves(target, bone_name) for target, bone_name in followed_targets(
             reach.reader.bone_targets(armature, chain.names[0]) + goal_constraint_targets(spec, reach.reader),
             reach.reader)):
         return None
-    base = predicted_base(chain, poses)
+    base = predicted_base(chain, poses, reach.reader.driven(armature))
     return None if base is None else (base, told)
 
 
