@@ -121,6 +121,9 @@ class Chain:
     # The same constants as plain floats, for the math on component tuples (solve_chain, solve_one): a solve of
     # one sample would otherwise convert them on every call (issue 11). Built by _read_chain.
     floats: "ChainFloats" = None
+    # The bones the chain passes through at a joint (see chain_path), top down: at rest, each hangs between two of
+    # its bones (Rigify's MCH-hand_fk.L between forearm_fk.L and hand_fk.L).
+    through: tuple = ()
 
     @property
     def lengths(self):
@@ -130,6 +133,11 @@ class Chain:
     @property
     def pose_bones(self):
         return [self.armature.pose.bones[name] for name in self.names]
+
+    @property
+    def spanned(self):
+        """The names of every bone whose pose shapes the chain: its three and those it passes through."""
+        return self.names + self.through
 
 
 @dataclass(frozen=True)
@@ -558,7 +566,23 @@ def posers(armature, names):
 
 
 def chain_names(armature, tip_name):
-    """The chain's bone names (first, middle, tip), or ChainError."""
+    """The chain's bone names (first, middle, tip), or ChainError (see :func:`chain_path`)."""
+    return chain_path(armature, tip_name)[0]
+
+
+# How close (armature units) the heads of a bone and its parent are at rest for the parent to be no link of its own,
+# but a bone the chain passes through: the length below which a link counts as zero (see _read_chain).
+_SAME_JOINT = 1e-6
+
+
+def chain_path(armature, tip_name):
+    """The chain of ``tip_name`` (or the active bone): its bone names (first, middle, tip) and the names of the bones it
+    passes through (top down), or ChainError.
+
+    The chain is the tip bone and its two nearest ancestors that are joints of their own. A bone whose head is, at
+    rest, where the head of the bone below it is adds no link: the chain passes through it, as through a joint helper
+    (Rigify's MCH-hand_fk.L, between forearm_fk.L and hand_fk.L, which keeps the hand's scale its own). It must stay at
+    rest and follow plainly (:func:`_check_through`)."""
     if armature is None or armature.type != "ARMATURE":
         raise ChainError("The active object must be an armature")
     if not tip_name:
@@ -569,10 +593,20 @@ def chain_names(armature, tip_name):
     tip = armature.data.bones.get(tip_name)
     if tip is None:
         raise ChainError(f"Armature '{armature.name}' has no bone named '{tip_name}'")
-    if tip.parent is None or tip.parent.parent is None:
-        raise ChainError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and "
-                       "its grandparent")
-    return tip.parent.parent.name, tip.parent.name, tip.name
+    links, through, below = [tip], [], tip
+    while len(links) < 3:
+        parent = below.parent
+        if parent is None:
+            passed = ", ".join(f"'{bone.name}'" for bone in reversed(through))
+            raise ChainError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and its "
+                             "grandparent" + (f" (it passes through {passed}, which start{'s' * (len(through) == 1)} "
+                                              "where the bone below starts)" if through else ""))
+        if (parent.head_local - below.head_local).length <= _SAME_JOINT:
+            through.append(parent)
+        else:
+            links.append(parent)
+        below = parent
+    return (links[2].name, links[1].name, tip.name), tuple(bone.name for bone in reversed(through))
 
 
 def read_chain(armature, tip_name, now=True):
@@ -586,8 +620,8 @@ def read_chain(armature, tip_name, now=True):
     if armature is not None and armature.type == "ARMATURE" and armature.mode == "EDIT":
         raise ChainError(f"Armature '{armature.name}' is in Edit Mode: its bone edits are not applied to its bones "
                          "yet; leave Edit Mode (Tab) first")
-    names = chain_names(armature, tip_name)
-    missing = next((name for name in names if name not in armature.pose.bones), None)
+    names, through = chain_path(armature, tip_name)
+    missing = next((name for name in names + through if name not in armature.pose.bones), None)
     if missing is not None:
         # Another object sharing the Armature datablock (an Alt+D duplicate) is in Edit Mode: a bone renamed there is
         # renamed in this one's pose at once, in its bones only on leaving Edit Mode.
@@ -599,13 +633,13 @@ def read_chain(armature, tip_name, now=True):
                          "Pose Position (Armature properties > Pose Position)")
     if now:
         check_armature_scale(armature)
-    key = (armature.as_pointer(), names)
-    signature = _signature(armature, names)
+    key = (armature.as_pointer(), names, through)
+    signature = _signature(armature, names, through)
     cached = _read_chains.get(key)
     if cached is not None and cached[0] == signature:
         # The same geometry; the object is this one (a removed armature's memory may have been reused).
         return with_armature(cached[1], armature)
-    chain = _read_chain(armature, names)
+    chain = _read_chain(armature, names, through)
     _read_chains[key] = (signature, chain)
     return chain
 
@@ -633,7 +667,7 @@ def check_armature_scale(armature):
 _uniform_worlds = set()  # 3×3 parts of armature matrices (rows) check_armature_scale accepted
 
 
-def _signature(armature, names):
+def _signature(armature, names, through=()):
     """Everything :func:`_read_chain` reads, as comparable values: while it is the same, so is the chain."""
     pose_bones, bones = armature.pose.bones, armature.data.bones
     drivers = armature.animation_data.drivers if armature.animation_data else ()
@@ -642,7 +676,10 @@ def _signature(armature, names):
                    tuple((c.name, c.mute, getattr(c, "enabled", True), c.influence) for c in pose_bone.constraints),
                    bone.use_inherit_rotation, bone.use_connect, bone.use_local_location, bone.length,
                    bone.matrix_local.copy())
-                  for pose_bone, bone in ((pose_bones[name], bones[name]) for name in names)))
+                  for pose_bone, bone in ((pose_bones[name], bones[name]) for name in names)),
+            # The bones passed through: their pose, and their constraints' types too (some are allowed).
+            tuple((pose_bone.rotation_mode, rotation_values(pose_bone), tuple(c.type for c in pose_bone.constraints))
+                  for pose_bone in (pose_bones[name] for name in through)))
 
 
 # Chains read and validated before, with their signature (runtime only; cleared on load, undo and redo,
@@ -654,9 +691,11 @@ def forget_read_chains():
     _read_chains.clear()
 
 
-def _read_chain(armature, names):
+def _read_chain(armature, names, through=()):
     bones = [armature.data.bones[name] for name in names]
     pose_bones = [armature.pose.bones[name] for name in names]
+    if through:
+        _check_through(armature, names, through)
     for bone, pose_bone in zip(bones, pose_bones):
         if not all(abs(value - 1.0) <= 1e-6 + 1e-5 for value in pose_bone.scale):  # np.allclose's test, on floats
             raise ChainError(f"Bone '{bone.name}' is scaled in the pose; the IK chain needs unit pose scale "
@@ -680,12 +719,17 @@ def _read_chain(armature, names):
     # The rest geometry, on plain floats (numpy's cost per call on 3-vectors made this most of a first read).
     offsets = []
     for parent, child, pose_child in zip(bones, bones[1:], pose_bones[1:]):
-        offset = product_rows(inverse_rows(rows_of(parent.matrix_local)), rows_of(child.matrix_local))
+        # Through a bone the chain passes through, at rest, as if the child hung from the parent directly.
+        to_parent = inverse_rows(rows_of(parent.matrix_local))
+        offset = product_rows(to_parent, rows_of(child.matrix_local))
         if not child.use_connect:  # a connected bone ignores its pose location
             location = tuple(pose_child.location)
-            # Local Location off: the location moves the bone along its parent's axes, not its own.
+            # Local Location off: the location moves the bone along its parent's axes, not its own (the axes of the
+            # bone it hangs from, which may be one the chain passes through).
             if child.use_local_location:
                 location = _row_times(offset, location)
+            elif child.parent != parent:
+                location = _row_times(product_rows(to_parent, rows_of(child.parent.matrix_local)), location)
             for row, value in zip(offset, location):
                 row[3] += value
         offsets.append(offset)
@@ -719,7 +763,53 @@ def _read_chain(armature, names):
                    for link, rest_normal in zip(links, rest_normals)]
     floats = ChainFloats(lengths, sum(lengths), tuple(normal), rest_frames, *_link_constants(offsets, rest_frames))
     return Chain(armature, names, np.array(offsets), np.array(links), np.array(rest_normals), rest_toward,
-                 np.array(rest_frames), floats)
+                 np.array(rest_frames), floats, through)
+
+
+# Constraints that change a bone's scale only, which a bone the chain passes through may have: at the joint, its scale
+# moves no bone below it (Rigify's MCH-hand_fk.L copies the arm's scale, to keep the forearm's stretch off the hand).
+# A non-uniform one skews the tip's direction, which the self-check finds.
+_SCALE_ONLY = {"COPY_SCALE", "LIMIT_SCALE", "MAINTAIN_VOLUME"}
+# The RNA paths of a pose bone's transform, whose drivers would pose a bone the chain passes through.
+_TRANSFORM = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+def at_rest(pose_bone, tolerance):
+    """Whether ``pose_bone``'s own channels leave it at rest: no location (within ``tolerance``), no rotation (within
+    1e-6 in each value) and unit scale (as a chain bone's, see :func:`_read_chain`)."""
+    mode, values = pose_bone.rotation_mode, rotation_values(pose_bone)
+    if mode == "QUATERNION":
+        turned = any(abs(value) > 1e-6 * abs(values[0]) for value in values[1:]) or not values[0]
+    else:
+        turned = abs(values[0]) > 1e-6 if mode == "AXIS_ANGLE" else any(abs(value) > 1e-6 for value in values)
+    return not (turned or any(abs(value) > tolerance for value in pose_bone.location)
+                or not all(abs(value - 1.0) <= 1e-6 + 1e-5 for value in pose_bone.scale))
+
+
+def _check_through(armature, names, through):
+    """Refuse a bone the chain passes through (see :func:`chain_path`) that would not keep the chain's shape: one that
+    is posed (the chain takes it at rest, as its rest offsets go through it), does not inherit rotation, or has a
+    constraint or driver that moves or turns it."""
+    size = sum(armature.data.bones[name].length for name in names)
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    for name in through:
+        pose_bone = armature.pose.bones[name]
+        child = next(bone for bone in pose_bone.bone.children if bone.name in names + through)
+        what = f"Bone '{name}', which the chain passes through at the joint of '{child.name}',"
+        if not pose_bone.bone.use_inherit_rotation:
+            raise ChainError(f"{what} does not inherit rotation; turn on its Inherit Rotation (Bone properties > "
+                             "Relations), or make the chain's tip another bone")
+        if not at_rest(pose_bone, _SAME_JOINT * size):
+            raise ChainError(f"{what} is posed; the chain takes it at rest: clear its pose (Alt+G, Alt+R, Alt+S), or "
+                             "make the chain's tip another bone")
+        active = [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
+        if active:
+            raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
+                             "or remove them, or make the chain's tip another bone")
+        for driver in drivers:
+            if driver.data_path.startswith(tuple(bone_path(name, path) for path in _TRANSFORM)) and not driver.mute:
+                raise ChainError(f"{what} has a driver on '{driver.data_path.rsplit('.', 1)[-1]}' that would change "
+                                 "the solved pose; remove or mute it")
 
 
 def _row_times(rows, v):
@@ -1062,10 +1152,14 @@ def _basis(attribute, value, scale):
 def posed_matrices(chain, base, written):
     """The pose-space matrices Blender will give the chain's bones once it evaluates the rotations ``written``
     ({attribute: [(bone name, value)]}, as :func:`pose_chain` made them) on the base ``base`` (:func:`base_rows`), by
-    bone name, in float32 as Blender computes them: :func:`predicted_base` builds on them before Blender evaluates."""
+    bone name, in float32 as Blender computes them: :func:`predicted_base` builds on them before Blender evaluates.
+    Those from the first bone the chain passes through down are None (its constraints may scale them): nothing is told
+    from them."""
     values = {name: (attribute, value) for attribute, pairs in written.items() for name, value in pairs}
-    matrix, posed = Matrix(base), {}
+    matrix, posed = Matrix(base), dict.fromkeys(chain.spanned)
     for index, pose_bone in enumerate(chain.pose_bones):
+        if index and pose_bone.parent.name != chain.names[index - 1]:
+            break
         if index:
             matrix = matrix @ Matrix(chain.offsets[index - 1].tolist())  # K₂, K₃: their locations included
         matrix = matrix @ _basis(*values[pose_bone.name], pose_bone.scale)
@@ -1097,8 +1191,10 @@ def _told_pose(pose_bone, posed, walked, driven):
         bone = bone.parent
     if bone is None:
         return None
-    walked.update(pose_bone.name for pose_bone in path)
     matrix, rest = posed[bone.name], bone.bone.matrix_local
+    if matrix is None:  # posed, but not told (see posed_matrices)
+        return None
+    walked.update(pose_bone.name for pose_bone in path)
     for pose_bone in reversed(path):
         basis = pose_bone.matrix_basis.copy()  # (a view of the bone: setting its translation would move it)
         if pose_bone.bone.use_connect:  # a connected bone's location does not count
@@ -1670,14 +1766,14 @@ def order(armature, read, errors=None):
         return [list(read)]
     owner, kept = {}, []
     for spec, chain in read:
-        shared = next((name for name in chain.names if name in owner), None)
+        shared = next((name for name in chain.spanned if name in owner), None)
         if shared is not None:
             other = owner[shared]
             refuse(f"Chains '{other.label}' and '{spec.label}' share bone '{shared}'; a bone can belong to one "
                    "chain only: change the tip bone of one of them", (other, spec))
             kept = [(s, c) for s, c in kept if s is not other]
             continue
-        owner.update((name, spec) for name in chain.names)
+        owner.update((name, spec) for name in chain.spanned)
         kept.append((spec, chain))
     if errors:
         kept = [(spec, chain) for spec, chain in kept if spec not in errors]
@@ -1744,8 +1840,8 @@ def _posed_reach(solution, index):
 def _changed_by(chain):
     """What :func:`verify_pose` blames: another bone's IK or Spline IK that poses the chain's bones (a leftover IK of
     Chain Length 0 on a finger, up to the root), when one acts, or something it cannot name."""
-    for owner, constraint, _ in posers(chain.armature, set(chain.names)):
-        if owner.name not in chain.names and _constraint_active(constraint):
+    for owner, constraint, _ in posers(chain.armature, set(chain.spanned)):
+        if owner.name not in chain.spanned and _constraint_active(constraint):
             return (f"the {constraint.type.replace('_', ' ')} constraint '{constraint.name}' of bone '{owner.name}' "
                     "poses the chain's bones (mute or remove it, or shorten its Chain Length so that it stops below "
                     "the chain)")

@@ -1035,8 +1035,8 @@ class BLENDER_IK_OT_build_rig(_ArmatureOperator, bpy.types.Operator):
                     raise error.for_chain(spec.label) from None
                 # Solve's self-check finds another bone's IK that poses the chain after the fact; a rig has none, and
                 # plays every frame (an influence of 0 now may be keyed).
-                for owner, constraint, bone_name in posers(armature, set(chain.names)):
-                    if owner.name not in chain.names and not constraint.mute:
+                for owner, constraint, bone_name in posers(armature, set(chain.spanned)):
+                    if owner.name not in chain.spanned and not constraint.mute:
                         raise ChainError(f"Bone '{bone_name}' is posed by the {constraint.type.replace('_', ' ')} "
                                          f"constraint '{constraint.name}' of bone '{owner.name}', whose chain reaches "
                                          "into this chain; mute or remove it, or shorten its Chain Length so that it "

@@ -91,8 +91,8 @@ class BLENDER_IK_PG_chain(bpy.types.PropertyGroup):
     # Each setting Live reads tells Live when a script changes it (see _setting_changed).
     tip_bone: StringProperty(
         override=_OVERRIDABLE, name="Tip Bone", update=_setting_changed,
-        description="The last bone of the chain; the chain is this bone, its parent and its grandparent. "
-                    "Empty: the active bone")
+        description="The last bone of the chain; the chain is this bone, its parent and its grandparent (passing "
+                    "through a bone whose head is where the one below starts, a joint helper). Empty: the active bone")
     target: PointerProperty(
         override=_OVERRIDABLE, name="Target", type=bpy.types.Object, update=_setting_changed,
         description="The object (normally an Empty, or an armature with a Target Bone) the tip reaches for")

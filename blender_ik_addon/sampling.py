@@ -14,7 +14,6 @@ chain or the first bone's location/scale, or constraints or drivers could; then 
 """
 from dataclasses import dataclass
 
-import bpy
 import numpy as np
 from bpy.utils import escape_identifier
 
@@ -495,8 +494,8 @@ def check_no_animated_posers(chain, curves=None):
     constraint would) with keyed or driven settings: it acts on other frames than the one the chain was validated on
     (an IK/FK blend at influence 0, or muted, now). A bake and a built rig play every frame. ``curves``: the
     armature's :class:`PlayedCurves`, when the caller has them."""
-    found = [(owner, constraint) for owner, constraint, _ in posers(chain.armature, set(chain.names))
-             if owner.name not in chain.names]
+    found = [(owner, constraint) for owner, constraint, _ in posers(chain.armature, set(chain.spanned))
+             if owner.name not in chain.spanned]
     if not found:
         return
     # Each constraint's path, with its bone's name as the bone has it (a path escapes it, and a name may hold dots).
@@ -549,12 +548,20 @@ def check_chain_not_animated(chain, curves=None):
     channel the action does not key."""
     curves = PlayedCurves(chain.armature) if curves is None else curves
     check_no_animated_posers(chain, curves)
-    for path, where in animated_bone_settings(chain.armature, chain.names):
+    for path, where in animated_bone_settings(chain.armature, chain.spanned):
         raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
                          "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")
-    for fcurve, where in curves.of_bones(chain.names):
+    for fcurve, where in curves.of_bones(chain.spanned):
         if _is_muted(fcurve):
             continue
+        for name in chain.through:  # the chain takes them at rest (chain.chain_path): on every frame
+            held = ("location", "scale", rotation_path(chain.armature.pose.bones[name].rotation_mode))
+            if (fcurve.data_path.startswith(bone_path(name, "constraints[")) or fcurve.data_path == bone_path(
+                    name, "rotation_mode") or fcurve.data_path in {bone_path(name, path) for path in held} and not (
+                        not where and _holds_its_value(fcurve, chain.armature, _HELD_TOLERANCE))):
+                raise ChainError(f"Bone '{name}', which the chain passes through, has an animated "
+                                 f"{fcurve.data_path[len(bone_path(name, '')):]}{where}; the chain takes it at rest "
+                                 "on every frame: remove those keys")
         for name in chain.names:
             if fcurve.data_path.startswith(bone_path(name, "constraints[")):
                 raise ChainError(f"Bone '{name}' has an animated constraint "

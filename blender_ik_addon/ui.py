@@ -6,7 +6,7 @@ import bpy
 
 from . import runtime
 from .bake import scene_range
-from .chain import ChainError, chain_names, shows_solve
+from .chain import ChainError, chain_path, shows_solve
 from .ops import rig_state
 from .props import chain_spec
 from .report import distance_text, frame_span
@@ -95,7 +95,10 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
         layout.use_property_decorate = False
         layout.prop_search(chain_settings, "tip_bone", armature.data, "bones", icon="BONE_DATA")
         try:
-            layout.label(text=" > ".join(chain_names(armature, chain_settings.tip_bone)), icon="LINKED")
+            names, through = chain_path(armature, chain_settings.tip_bone)
+            layout.label(text=" > ".join(names), icon="LINKED")
+            if through:  # joint helpers (Rigify's MCH-hand_fk.L): the chain takes them at rest
+                layout.label(text=f"through {', '.join(through)}", icon="BLANK1")
         except ChainError as error:
             layout.label(text=str(error), icon="ERROR")
         _goal(layout, chain_settings, "target")
