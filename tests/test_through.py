@@ -305,3 +305,36 @@ def test_rigify_fk_limbs_of_a_generated_rig_are_chains(blender, rigify_rig, tip,
         bpy.context.view_layer.update()
         distance, angle = off()
         assert distance < 1e-5 * length and angle < 1e-3, how
+
+
+def test_rigify_ik_baked_onto_the_fk_controls(blender, rigify_rig):
+    """An IK-to-FK bake on a generated Rigify rig: an Empty parented to the IK hand control (Parent > Bone puts it at
+    the bone's tail, along it) is the FK chain's target, up axis Y; the bake keys the FK controls so that the FK hand
+    is where the IK hand is on every frame, as Blender shows both. Where Rigify's IK stretches the arm beyond its
+    length, the FK arm cannot follow: that frame is counted out of reach and gets the closest pose."""
+    bpy = blender
+    rig = rigify_rig
+    ik_hand = rig.pose.bones["hand_ik.L"]
+    for frame, location in ((1, (0.0, 0.0, 0.0)), (10, (-0.05, -0.08, 0.06)), (20, (0.03, -0.1, -0.05)),
+                            (24, (0.05, -0.15, -0.12))):  # the last one beyond the arm: Rigify's IK stretches
+        ik_hand.location = location
+        ik_hand.keyframe_insert("location", frame=frame)
+    empty = add_empty("IK hand tip")
+    empty.parent, empty.parent_type, empty.parent_bone = rig, "BONE", "hand_ik.L"
+    rig.data.bones.active = rig.data.bones["hand_fk.L"]
+    assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+    chain = rig.blender_ik.active_chain
+    chain.target, chain.up_axis = empty, "Y"
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=24, chains="ACTIVE") == {"FINISHED"}
+    fk_hand, shoulder = rig.pose.bones["hand_fk.L"], rig.pose.bones["upper_arm_fk.L"]
+    reach = shoulder.length + rig.pose.bones["forearm_fk.L"].length
+    stretched = []
+    for frame in range(1, 25):
+        bpy.context.scene.frame_set(frame)
+        off = max((fk_hand.head - ik_hand.head).length, (fk_hand.tail - ik_hand.tail).length)
+        if (ik_hand.head - shoulder.head).length > reach * (1 + 1e-5):
+            stretched.append(frame)
+            assert off > 1e-3  # the FK arm does not stretch
+        else:
+            assert off < 1e-5, frame
+    assert stretched and stretched[-1] == 24 and len(stretched) < 12
