@@ -677,8 +677,11 @@ def _signature(armature, names, through=()):
                    bone.use_inherit_rotation, bone.use_connect, bone.use_local_location, bone.length,
                    bone.matrix_local.copy())
                   for pose_bone, bone in ((pose_bones[name], bones[name]) for name in names)),
-            # The bones passed through: their pose, and their constraints' types too (some are allowed).
-            tuple((pose_bone.rotation_mode, rotation_values(pose_bone), tuple(c.type for c in pose_bone.constraints))
+            # The bones passed through: all _check_through reads (their constraints' types too: some are allowed).
+            tuple((pose_bone.rotation_mode, rotation_values(pose_bone), tuple(pose_bone.location),
+                   tuple(pose_bone.scale), pose_bone.bone.use_inherit_rotation,
+                   tuple((c.name, c.type, c.mute, getattr(c, "enabled", True), c.influence)
+                         for c in pose_bone.constraints))
                   for pose_bone in (pose_bones[name] for name in through)))
 
 

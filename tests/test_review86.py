@@ -82,3 +82,69 @@ def test_a_helper_whose_constraint_a_driver_turns_on_is_refused(blender, rigify_
     status = readout(rig, chain.name)
     assert status.status == "ERROR" and expected in status.message
     assert pose_snapshot(rig) == before
+
+
+def _unmuted(rig, helper):
+    helper.constraints["Turn"].mute = False
+
+
+def _switched_on(rig, helper):
+    helper.constraints["Turn"].influence = 1.0
+
+
+def _not_inheriting(rig, helper):
+    rig.data.bones[HELPER].use_inherit_rotation = False
+
+
+def _turned(rig, helper):
+    helper.rotation_quaternion = (0.98, 0.0, 0.2, 0.0)
+
+
+CHANGED = {
+    "constraint unmuted": (_unmuted, "has constraints (Turn)"),
+    "constraint's influence set": (_switched_on, "has constraints (Turn)"),
+    "inherit rotation off": (_not_inheriting, "does not inherit rotation"),
+    "turned": (_turned, "is posed; the chain takes it at rest"),
+}
+
+
+@pytest.mark.parametrize("how", ("solve", "live"))
+@pytest.mark.parametrize("change", CHANGED)
+def test_a_helper_changed_after_a_solve_is_refused_by_name(blender, rigify_rig, change, how):  # noqa: F811
+    """The helper is changed once the chain was solved (or while it is live): a TD's Copy Rotation on it unmuted or
+    switched on, its Inherit Rotation turned off, the bone turned. Solve and Live refused it with "Blender shows the
+    tip of 'hand_fk.L' 5.6 cm from where the solve put it ...: something in the scene changes the result in a way the
+    add-on cannot follow", naming nothing, where a chain set up after the change is refused naming the helper: they
+    used what they had validated before the change. The refusal names the helper, and the hand stays as it was."""
+    bpy = blender
+    rig = rigify_rig
+    chain = hand_chain(bpy, rig)
+    helper = rig.pose.bones[HELPER]
+    turn = helper.constraints.new("COPY_ROTATION")
+    turn.name, turn.target, turn.subtarget, turn.mute = "Turn", rig, "root", True
+    if change == "constraint's influence set":
+        turn.mute, turn.influence = False, 0.0
+    rig.pose.bones["root"].rotation_quaternion = (0.9, 0.1, 0.3, 0.2)
+    chain.target.location.z -= 0.02
+    bpy.context.view_layer.update()
+    if how == "live":
+        chain.live = True
+        bpy.context.view_layer.update()
+        assert readout(rig, chain.name).status == "REACHED"
+    else:
+        assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert tip_off(rig, chain)[0] < 1e-5
+    make, message = CHANGED[change]
+    expected = f"Bone '{HELPER}', which the chain passes through at the joint of '{TIP}', {message}"
+    make(rig, helper)
+    chain.target.location.z -= 0.01  # the animator drags the target on
+    bpy.context.view_layer.update()
+    before = pose_snapshot(rig)
+    if how == "live":
+        status = readout(rig, chain.name)
+        assert status.status == "ERROR" and expected in status.message, status.message
+    else:
+        with pytest.raises(RuntimeError, match=re.escape(expected)):
+            bpy.ops.blender_ik.solve()
+    bpy.context.view_layer.update()
+    assert pose_snapshot(rig) == before
