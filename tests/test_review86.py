@@ -148,3 +148,23 @@ def test_a_helper_changed_after_a_solve_is_refused_by_name(blender, rigify_rig, 
             bpy.ops.blender_ik.solve()
     bpy.context.view_layer.update()
     assert pose_snapshot(rig) == before
+
+
+def test_chains_from_selected_names_the_selected_bone_whose_chain_it_refuses(blender, rigify_rig):  # noqa: F811
+    """The animator selects the FK hand and toe controls and clicks Chains from Selected; the toe's chain passes
+    through MCH-foot_fk.L, to which a TD added a Copy Rotation. The refusal read "Bone 'MCH-foot_fk.L', which the chain
+    passes through at the joint of 'foot_fk.L', has constraints ...": which chain, of two selected bones, neither of
+    them foot_fk.L? It names the selected bone's chain, as Solve names a chain, and nothing is added."""
+    bpy = blender
+    rig = rigify_rig
+    from blender_ik_addon import keys
+    for pose_bone in rig.pose.bones:
+        keys.set_pose_bone_selected(pose_bone, pose_bone.name in ("hand_fk.L", "toe_fk.L"))
+    helper = rig.pose.bones["MCH-foot_fk.L"]
+    turn = helper.constraints.new("COPY_ROTATION")
+    turn.target, turn.subtarget = rig, "root"
+    objects = set(bpy.data.objects)
+    with pytest.raises(RuntimeError, match=re.escape("Chain 'toe_fk.L': Bone 'MCH-foot_fk.L', which the chain passes "
+                                                     "through at the joint of 'foot_fk.L', has constraints (Copy Rotation)")):
+        bpy.ops.blender_ik.chains_from_selected()
+    assert len(rig.blender_ik.chains) == 0 and set(bpy.data.objects) == objects
