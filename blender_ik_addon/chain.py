@@ -677,8 +677,11 @@ def _signature(armature, names, through=()):
                    bone.use_inherit_rotation, bone.use_connect, bone.use_local_location, bone.length,
                    bone.matrix_local.copy())
                   for pose_bone, bone in ((pose_bones[name], bones[name]) for name in names)),
-            # The bones passed through: their pose, and their constraints' types too (some are allowed).
-            tuple((pose_bone.rotation_mode, rotation_values(pose_bone), tuple(c.type for c in pose_bone.constraints))
+            # The bones passed through: all _check_through reads (their constraints' types too: some are allowed).
+            tuple((pose_bone.rotation_mode, rotation_values(pose_bone), tuple(pose_bone.location),
+                   tuple(pose_bone.scale), pose_bone.bone.use_inherit_rotation,
+                   tuple((c.name, c.type, c.mute, getattr(c, "enabled", True), c.influence)
+                         for c in pose_bone.constraints))
                   for pose_bone in (pose_bones[name] for name in through)))
 
 
@@ -770,8 +773,9 @@ def _read_chain(armature, names, through=()):
 # moves no bone below it (Rigify's MCH-hand_fk.L copies the arm's scale, to keep the forearm's stretch off the hand).
 # A non-uniform one skews the tip's direction, which the self-check finds.
 _SCALE_ONLY = {"COPY_SCALE", "LIMIT_SCALE", "MAINTAIN_VOLUME"}
-# The RNA paths of a pose bone's transform, whose drivers would pose a bone the chain passes through.
-_TRANSFORM = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+# The RNA paths of a pose bone's transform and constraints, whose drivers would pose a bone the chain passes through (a
+# driven influence turns on, on other frames, a constraint off on the one validated: Rigify's FK Limb Follow switch).
+_DRIVEN = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale", "constraints[")
 
 
 def at_rest(pose_bone, tolerance):
@@ -807,9 +811,9 @@ def _check_through(armature, names, through):
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
         for driver in drivers:
-            if driver.data_path.startswith(tuple(bone_path(name, path) for path in _TRANSFORM)) and not driver.mute:
-                raise ChainError(f"{what} has a driver on '{driver.data_path.rsplit('.', 1)[-1]}' that would change "
-                                 "the solved pose; remove or mute it")
+            if driver.data_path.startswith(tuple(bone_path(name, path) for path in _DRIVEN)) and not driver.mute:
+                raise ChainError(f"{what} has a driver on '{driver.data_path[len(bone_path(name, '')):]}' that would "
+                                 "change the solved pose; remove or mute it")
 
 
 def _row_times(rows, v):

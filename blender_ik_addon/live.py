@@ -27,7 +27,7 @@ from bpy.app.handlers import persistent
 from bpy.types import Armature, Object
 
 from . import keys, native_rig, props, runtime
-from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, check_armature_scale,
+from .chain import (ChainError, CouplingReader, base_rows, bone_path, chain_names, chain_path, check_armature_scale,
                     check_evaluated, check_posable, check_target, evaluate_now, followed_targets, forget_read_chains,
                     goal_constraint_targets, goal_matrix, hangs_below, order, pose_chain, posed_matrices,
                     posers_read_once, predicted_base, read_chain, rendering, rotation_path, rotation_values,
@@ -101,14 +101,14 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its
+    constraints, the pose of those it passes through, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its
     matrix, the chain's parent bone's)."""
     try:
-        names = chain_names(armature, tip_bone)
+        names, through = chain_path(armature, tip_bone)
     except ChainError:
         names = None
     pose_bones, bones = armature.pose.bones, armature.data.bones
-    if names is not None and not all(name in pose_bones for name in names):
+    if names is not None and not all(name in pose_bones for name in names + through):
         names = None  # Edit Mode: a renamed edit bone renames its pose bone at once, its bone only on leaving
     chain, parent = None, None
     if names is not None:
@@ -120,6 +120,10 @@ def _armature_inputs(armature, tip_bone):
             read.append((pose_bone.scale[:], pose_bone.location[:], bone.use_inherit_rotation, bone.inherit_scale,
                          bone.use_connect, bone.use_local_location, pose_bone.rotation_mode,
                          _constraints(pose_bone), bone.length, bone.matrix_local.copy()))
+        # The bones it passes through, which it takes at rest: their pose too (validation refuses them posed).
+        read += [(rotation_values(pose_bone), pose_bone.scale[:], pose_bone.location[:], pose_bone.rotation_mode,
+                  pose_bone.bone.use_inherit_rotation, _constraints(pose_bone))
+                 for pose_bone in (pose_bones[name] for name in through)]
         parent = pose_bones[names[0]].parent
         # The parent bone's rest too: the base is its pose times its rest inverted, and a parent a constraint places
         # keeps its pose when its rest changes (through an object sharing the data, or another datablock swapped in).

@@ -552,7 +552,10 @@ class BLENDER_IK_OT_chains_from_selected(_ArmatureOperator, bpy.types.Operator):
             props.follow_renames(props.bone_datas(obj), moved=False)
         planned = []
         for obj, tip in tips:  # everything is checked before anything is added
-            names = read_chain(obj, tip).names
+            try:
+                names = read_chain(obj, tip).names
+            except ChainError as error:  # which of the selected bones (a bone it names may be none of them)
+                raise error.for_chain(tip) from None
             _check_free(obj, names)
             for other, other_tip, other_names in planned:
                 shared = next((name for name in names if name in other_names), None)
