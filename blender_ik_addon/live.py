@@ -101,8 +101,8 @@ def _coupling(obj, bone_name=""):
 
 def _armature_inputs(armature, tip_bone):
     """What a live solve reads of the armature itself: for validation (the chain's bones, their flags and
-    constraints, the pose of those it passes through, their rest geometry and their parent bone's, the mode, Rest Position, drivers) and for the solve (its
-    matrix, the chain's parent bone's)."""
+    constraints, the pose of those it passes through, their rest geometry and their parent bone's, the mode, Rest
+    Position, drivers) and for the solve (its matrix, the chain's parent bone's)."""
     try:
         names, through = chain_path(armature, tip_bone)
     except ChainError:

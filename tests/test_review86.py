@@ -1,5 +1,5 @@
-"""Review 86: chains that pass through a joint helper on the rig Rigify generates (MCH-hand_fk.L between forearm_fk.L and
-hand_fk.L), as an animator and a TD use them. Judged where Blender shows the tip."""
+"""Review 86: chains that pass through a joint helper on the rig Rigify generates (MCH-hand_fk.L between forearm_fk.L
+and hand_fk.L), as an animator and a TD use them. Judged where Blender shows the tip."""
 import math
 import re
 
@@ -164,7 +164,8 @@ def test_chains_from_selected_names_the_selected_bone_whose_chain_it_refuses(ble
     turn = helper.constraints.new("COPY_ROTATION")
     turn.target, turn.subtarget = rig, "root"
     objects = set(bpy.data.objects)
-    with pytest.raises(RuntimeError, match=re.escape("Chain 'toe_fk.L': Bone 'MCH-foot_fk.L', which the chain passes "
-                                                     "through at the joint of 'foot_fk.L', has constraints (Copy Rotation)")):
+    refusal = ("Chain 'toe_fk.L': Bone 'MCH-foot_fk.L', which the chain passes through at the joint of 'foot_fk.L', "
+               "has constraints (Copy Rotation)")
+    with pytest.raises(RuntimeError, match=re.escape(refusal)):
         bpy.ops.blender_ik.chains_from_selected()
     assert len(rig.blender_ik.chains) == 0 and set(bpy.data.objects) == objects

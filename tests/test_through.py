@@ -1,7 +1,7 @@
-"""Chains that pass through a bone at a joint: a bone whose head is, at rest, where the head of the bone below it is adds
-no link (a joint helper: Rigify's MCH-hand_fk.L between forearm_fk.L and hand_fk.L, which keeps the hand's scale its
-own). The chain is the tip and its two nearest ancestors that are joints of their own, and takes the bones between at
-rest. Every result is judged where Blender shows the tip."""
+"""Chains that pass through a bone at a joint: a bone whose head is, at rest, where the head of the bone below it is
+adds no link (a joint helper: Rigify's MCH-hand_fk.L between forearm_fk.L and hand_fk.L, which keeps the hand's
+scale its own). The chain is the tip and its two nearest ancestors that are joints of their own, and takes the bones
+between at rest. Every result is judged where Blender shows the tip."""
 import contextlib
 import io
 import math
@@ -60,8 +60,8 @@ def on_target(obj, target):
 @pytest.mark.parametrize("at", ("b3", "b2"))
 @pytest.mark.parametrize("style", STYLES)
 def test_solve_passes_through_a_bone_at_a_joint(blender, style, at):
-    """The chain is b1 > b2 > b3 through the helper(s), for Solve and the panel; each solve puts the tip on its target as
-    Blender shows it, the helpers untouched."""
+    """The chain is b1 > b2 > b3 through the helper(s), for Solve and the panel; each solve puts the tip on its target
+    as Blender shows it, the helpers untouched."""
     bpy = blender
     from blender_ik_addon.chain import chain_path
     from test_panel import draw_panels
