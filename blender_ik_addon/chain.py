@@ -773,8 +773,8 @@ def _read_chain(armature, names, through=()):
 # moves no bone below it (Rigify's MCH-hand_fk.L copies the arm's scale, to keep the forearm's stretch off the hand).
 # A non-uniform one skews the tip's direction, which the self-check finds.
 _SCALE_ONLY = {"COPY_SCALE", "LIMIT_SCALE", "MAINTAIN_VOLUME"}
-# The RNA paths of a pose bone's transform and constraints, whose drivers would pose a bone the chain passes through (a
-# driven influence turns on, on other frames, a constraint off on the one validated: Rigify's FK Limb Follow switch).
+# The RNA paths of a pose bone's transform and constraints, whose drivers may pose a bone the chain passes through on
+# other frames than the one validated (a driven influence turns on a constraint off there: Rigify's FK Limb Follow).
 _DRIVEN = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale", "constraints[")
 
 
@@ -793,13 +793,12 @@ def at_rest(pose_bone, tolerance):
 def _check_through(armature, names, through):
     """Refuse a bone the chain passes through (see :func:`chain_path`) that would not keep the chain's shape: one that
     is posed (the chain takes it at rest, as its rest offsets go through it), does not inherit rotation, or has a
-    constraint or driver that moves or turns it."""
+    constraint that moves or turns it. What drivers do is read as they have posed it now; a bake, which plays other
+    frames, checks it on each of them (:func:`driven_through`)."""
     size = sum(armature.data.bones[name].length for name in names)
-    drivers = armature.animation_data.drivers if armature.animation_data else ()
     for name in through:
         pose_bone = armature.pose.bones[name]
-        child = next(bone for bone in pose_bone.bone.children if bone.name in names + through)
-        what = f"Bone '{name}', which the chain passes through at the joint of '{child.name}',"
+        what = through_label(armature, names, through, name)
         if not pose_bone.bone.use_inherit_rotation:
             raise ChainError(f"{what} does not inherit rotation; turn on its Inherit Rotation (Bone properties > "
                              "Relations), or make the chain's tip another bone")
@@ -810,10 +809,36 @@ def _check_through(armature, names, through):
         if active:
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
+
+
+def through_label(armature, names, through, name):
+    """How messages name ``name``, one of the bones ``through`` a chain of bones ``names`` passes through."""
+    child = next(bone for bone in armature.pose.bones[name].bone.children if bone.name in names + through)
+    return f"Bone '{name}', which the chain passes through at the joint of '{child.name}',"
+
+
+def driven_through(chain):
+    """The bones ``chain`` passes through that a driver may pose (on their transform, or on one of their constraints:
+    Rigify's finger curl, a follow switch), as ``{bone name: driver path}``: at rest where the chain was validated, but
+    perhaps not on other frames."""
+    if not chain.through:
+        return {}
+    drivers = chain.armature.animation_data.drivers if chain.armature.animation_data else ()
+    driven = {}
+    for name in chain.through:
         for driver in drivers:
             if driver.data_path.startswith(tuple(bone_path(name, path) for path in _DRIVEN)) and not driver.mute:
-                raise ChainError(f"{what} has a driver on '{driver.data_path[len(bone_path(name, '')):]}' that would "
-                                 "change the solved pose; remove or mute it")
+                driven.setdefault(name, driver.data_path[len(bone_path(name, "")):])
+    return driven
+
+
+def through_at_rest(chain, name):
+    """Whether the bone ``name`` that ``chain`` passes through is at rest as Blender has evaluated it now, with no
+    constraint that moves it acting (what :func:`_check_through` asks of it)."""
+    pose_bone = chain.armature.pose.bones[name]
+    size = sum(chain.armature.data.bones[bone].length for bone in chain.names)  # as _check_through has it
+    return at_rest(pose_bone, _SAME_JOINT * size) and not any(
+        _constraint_active(c) and c.type not in _SCALE_ONLY for c in pose_bone.constraints)
 
 
 def _row_times(rows, v):

@@ -18,8 +18,10 @@ import numpy as np
 from bpy.utils import escape_identifier
 
 from . import fcurves, keys, rotations
-from .chain import (BONE_OF_PATH, ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, goal_label,
-                    goal_world, matrix_array, posers, rotation_path, uniform_scale)
+from .chain import (BONE_OF_PATH, ChainError, affine_inverse, base_matrix, bone_path, check_evaluated, driven_through,
+                    goal_label, goal_world, matrix_array, posers, rotation_path, through_at_rest, through_label,
+                    uniform_scale)
+from .report import compact_frames
 
 
 def _is_muted(fcurve):
@@ -740,9 +742,17 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
             bases[index] = direct_base(chain, frames, scene, curves, keep_data, poses)
         if bases[index] is None:
             reasons[("base", index)] = reason
+    # Bones a chain passes through that a driver may pose: the chain takes them at rest, so each frame is checked as
+    # Blender plays it (Rigify's finger curl, at rest while its master control is).
+    driven = {index: bones for index, bones in ((index, driven_through(chain)) for index, (_, chain) in
+                                                enumerate(chains)) if bones}
+    for index, bones in driven.items():
+        name, path = next(iter(bones.items()))
+        reasons[("through", index)] = f"bone '{name}', which the chain passes through, has a driver on '{path}'"
+    turned = {}  # (chain index, bone name) -> the frames where it was not at rest
 
     if reasons:
-        per_frame = {key: np.empty((count, 4, 4)) for key in reasons}
+        per_frame = {key: np.empty((count, 4, 4)) for key in reasons if key[0] != "through"}
         frame, subframe = scene.frame_current, scene.frame_subframe
         wanted = {}  # frame -> the indices of the frames read there
         for index, value in enumerate(frames.tolist()):
@@ -756,10 +766,20 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
                             matrices[index] = base_matrix(chains[key[1]][1])
                         else:
                             matrices[index] = goal_world(*goals[key])
+                    for chain_index, bones in driven.items():
+                        for name in bones:
+                            if not through_at_rest(chains[chain_index][1], name):
+                                turned.setdefault((chain_index, name), []).append(frames[index])
                     if progress is not None:
                         progress(index + 1, count)
         finally:
             set_frame(scene, frame, subframe)
+        for (index, name), at in turned.items():
+            spec, chain = chains[index]
+            raise ChainError(f"{through_label(chain.armature, chain.names, chain.through, name)} leaves its rest at "
+                             f"frames {compact_frames(np.array(at))} (its driver on '{driven[index][name]}', or a "
+                             "constraint it drives); the chain takes it at rest on every frame: bake a range where it "
+                             "rests, or mute the driver while baking", spec.label)
         for key, matrices in per_frame.items():
             if key[0] == "base":
                 bases[key[1]] = matrices

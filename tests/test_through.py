@@ -124,10 +124,6 @@ def _turning_constraint(bpy, obj):
     constraint.target = add_empty("Turner", rotation=(0.3, 0.0, 0.0))
 
 
-def _driven(bpy, obj):
-    obj.pose.bones["H"].driver_add("rotation_quaternion", 1).driver.expression = "0.0"  # at rest, for now
-
-
 def _not_inheriting(bpy, obj):
     obj.data.bones["H"].use_inherit_rotation = False
 
@@ -136,7 +132,6 @@ REFUSED = {
     "posed": (_posed, "is posed; the chain takes it at rest"),
     "moved": (_moved, "is posed; the chain takes it at rest"),
     "turning constraint": (_turning_constraint, "has constraints (Copy Rotation)"),
-    "driven": (_driven, "has a driver on 'rotation_quaternion'"),
     "not inheriting rotation": (_not_inheriting, "does not inherit rotation"),
 }
 
@@ -160,6 +155,40 @@ def test_a_bone_passed_through_that_would_not_keep_the_chain_is_refused(blender,
     status = readout(obj, "arm")
     assert status.status == "ERROR" and expected in status.message
     assert pose_snapshot(obj) == before
+
+
+@pytest.mark.parametrize("expression", ("0.0", "0.1 if frame > 4 else 0.0"))
+def test_a_bone_passed_through_that_a_driver_poses_is_taken_where_it_rests(blender, expression):
+    """A driver on the helper (Rigify's finger curl, at rest while its master control is): Solve and Live take the pose
+    it gives now; the bake checks every frame as Blender plays it, keys the range where the driver keeps it at rest,
+    and refuses one where it does not, naming the frames, before changing anything."""
+    bpy = blender
+    obj, target = arm_through(bpy, "plain")
+    obj.pose.bones["H"].driver_add("rotation_quaternion", 1).driver.expression = expression
+    bpy.context.scene.frame_set(1)
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert on_target(obj, target), tip_off(obj, target)
+    start = np.array(target.location)
+    for frame, step in ((1, 0.0), (8, 0.05)):
+        target.location = start + step
+        target.keyframe_insert("location", frame=frame)
+    if expression == "0.0":
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=8) == {"FINISHED"}
+        for frame in range(1, 9):
+            bpy.context.scene.frame_set(frame)
+            assert on_target(obj, target), (frame, tip_off(obj, target))
+        return
+    before = pose_snapshot(obj)
+    with pytest.raises(RuntimeError, match=r"Chain 'arm': Bone 'H', which the chain passes through at the joint of "
+                                           r"'b3', leaves its rest at frames 5-8 \(its driver on "
+                                           r"'rotation_quaternion'"):
+        bpy.ops.blender_ik.bake(frame_start=1, frame_end=8)
+    assert pose_snapshot(obj) == before and obj.animation_data.action is None
+    obj.blender_ik.chains[0].live = True
+    bpy.context.scene.frame_set(6)
+    from rigs import readout
+    status = readout(obj, "arm")
+    assert status.status == "ERROR" and "is posed; the chain takes it at rest" in status.message
 
 
 @pytest.mark.parametrize("keys", ("turning", "held"))
@@ -338,3 +367,51 @@ def test_rigify_ik_baked_onto_the_fk_controls(blender, rigify_rig):
         else:
             assert off < 1e-5, frame
     assert stretched and stretched[-1] == 24 and len(stretched) < 12
+
+
+def test_rigify_finger_controls_of_a_generated_human_are_chains(blender):
+    """The FK finger controls of Rigify's full human, generated, pass through the MCH bones whose drivers curl the
+    finger from its master control (at rest while the master is): Solve reaches poses made by turning the controls,
+    and the bake, which reads such a chain frame by frame to check those bones on each, keys them on target."""
+    bpy = blender
+    from blender_ik_addon.chain import chain_path
+    from blender_ik_addon.ops import tip_target_matrix
+    bpy.ops.preferences.addon_enable(module="rigify")
+    bpy.ops.object.armature_human_metarig_add()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert bpy.ops.pose.rigify_generate() == {"FINISHED"}
+    rig = bpy.context.view_layer.objects.active
+    bpy.ops.object.mode_set(mode="POSE")
+    rng = np.random.default_rng(2)
+    scene = bpy.context.scene
+    for tip in ("f_index.03.L", "thumb.03.R"):
+        names, through = chain_path(rig, tip)
+        stem, side = tip[:-5], tip[-2:]
+        assert names == tuple(f"{stem}.0{index}{side}" for index in (1, 2, 3))
+        assert through == tuple(f"MCH-{stem}.0{index}_drv{side}" for index in (2, 3))
+        rig.data.bones.active = rig.data.bones[tip]
+        assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
+        assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
+        chain = rig.blender_ik.active_chain
+        goal = chain.target
+        for frame in (1, 6):  # poses made by turning the controls, where the target then goes
+            scene.frame_set(frame)
+            for name in names:
+                rig.pose.bones[name].rotation_quaternion = (1.0, *rng.uniform(-0.2, 0.2, 3))
+            bpy.context.view_layer.update()
+            goal.matrix_world = tip_target_matrix(rig, tip, chain.up_axis, chain.roll_axis)
+            goal.keyframe_insert("location", frame=frame)
+            goal.keyframe_insert("rotation_euler", frame=frame)
+        for name in names:
+            rig.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        length = sum(rig.data.bones[name].length for name in names)
+
+        def off():
+            tail = rig.matrix_world @ rig.pose.bones[tip].tail
+            return (tail - goal.matrix_world.translation).length
+        assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
+        assert off() < 1e-5 * length
+        assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=6, chains="ACTIVE") == {"FINISHED"}
+        for frame in (1, 6):
+            scene.frame_set(frame)
+            assert off() < 1e-5 * length, (tip, frame)
