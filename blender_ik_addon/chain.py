@@ -779,15 +779,16 @@ _DRIVEN = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_a
 
 
 def at_rest(pose_bone, tolerance):
-    """Whether ``pose_bone``'s own channels leave it at rest: no location (within ``tolerance``), no rotation (within
-    1e-6 in each value) and unit scale (as a chain bone's, see :func:`_read_chain`)."""
+    """Whether ``pose_bone``'s own channels leave it at rest: no location (within ``tolerance``; a connected bone's
+    counts for nothing), no rotation (within 1e-6 in each value) and unit scale (as a chain bone's, see
+    :func:`_read_chain`)."""
     mode, values = pose_bone.rotation_mode, rotation_values(pose_bone)
     if mode == "QUATERNION":
         turned = any(abs(value) > 1e-6 * abs(values[0]) for value in values[1:]) or not values[0]
     else:
         turned = abs(values[0]) > 1e-6 if mode == "AXIS_ANGLE" else any(abs(value) > 1e-6 for value in values)
-    return not (turned or any(abs(value) > tolerance for value in pose_bone.location)
-                or not all(abs(value - 1.0) <= 1e-6 + 1e-5 for value in pose_bone.scale))
+    moved = not pose_bone.bone.use_connect and any(abs(value) > tolerance for value in pose_bone.location)
+    return not (turned or moved or not all(abs(value - 1.0) <= 1e-6 + 1e-5 for value in pose_bone.scale))
 
 
 def _check_through(armature, names, through):
@@ -1874,6 +1875,15 @@ def _changed_by(chain):
             return (f"the {constraint.type.replace('_', ' ')} constraint '{constraint.name}' of bone '{owner.name}' "
                     "poses the chain's bones (mute or remove it, or shorten its Chain Length so that it stops below "
                     "the chain)")
+    for name in chain.through:  # its scale-only constraints may scale the bones below it otherwise than the chain
+        pose_bone = chain.armature.pose.bones[name]
+        own, parent = (Vector(matrix.to_scale()) for matrix in (pose_bone.matrix, pose_bone.parent.matrix))
+        if (own - parent).length > 1e-5 * parent.length:
+            constraints = ", ".join(c.name for c in pose_bone.constraints if _constraint_active(c)) or "none"
+            return (f"bone '{name}', which the chain passes through, is scaled otherwise than the bone it hangs from "
+                    f"(its scale {tuple(round(v, 4) for v in own)} against {tuple(round(v, 4) for v in parent)}; its "
+                    f"constraints: {constraints}), which scales the bones below it and moves the tip: give it its "
+                    "parent's scale, or make the chain's tip another bone")
     return "something in the scene changes the result in a way the add-on cannot follow"
 
 

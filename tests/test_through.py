@@ -116,6 +116,9 @@ def _posed(bpy, obj):
 
 
 def _moved(bpy, obj):
+    bpy.ops.object.mode_set(mode="EDIT")  # (a connected bone's location counts for nothing)
+    obj.data.edit_bones["H"].use_connect = False
+    bpy.ops.object.mode_set(mode="OBJECT")
     obj.pose.bones["H"].location = (0.0, 0.01, 0.0)
 
 
@@ -155,6 +158,43 @@ def test_a_bone_passed_through_that_would_not_keep_the_chain_is_refused(blender,
     status = readout(obj, "arm")
     assert status.status == "ERROR" and expected in status.message
     assert pose_snapshot(obj) == before
+
+
+def _limit_scale(bpy, obj):
+    constraint = obj.pose.bones["H"].constraints.new("LIMIT_SCALE")
+    constraint.use_max_y, constraint.max_y = True, 0.5
+
+
+def _copy_scale(bpy, obj):
+    constraint = obj.pose.bones["H"].constraints.new("COPY_SCALE")
+    constraint.target = add_empty("Scaled")
+    constraint.target.scale = (1.5, 1.5, 1.5)
+
+
+@pytest.mark.parametrize("scale", (_limit_scale, _copy_scale))
+def test_a_bone_passed_through_that_its_constraints_scale_is_named(blender, scale):
+    """A scale-only constraint is allowed on a helper (Rigify's Copy Scale keeps the arm's scale); one that scales it
+    otherwise than the bone it hangs from moves the tip: Solve puts the pose back and says which bone, and why."""
+    bpy = blender
+    obj, target = arm_through(bpy, "plain")
+    scale(bpy, obj)
+    bpy.context.view_layer.update()
+    before = pose_snapshot(obj)
+    with pytest.raises(RuntimeError, match="bone 'H', which the chain passes through, is scaled otherwise than the "
+                                           "bone it hangs from"):
+        bpy.ops.blender_ik.solve()
+    assert pose_snapshot(obj) == before
+
+
+def test_a_connected_bone_passed_through_ignores_its_location(blender):
+    """Blender ignores a connected bone's location; so does the check that the helper is at rest."""
+    bpy = blender
+    obj, target = arm_through(bpy, "plain", at="b3")
+    assert obj.data.bones["H"].use_connect
+    obj.pose.bones["H"].location = (0.3, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert on_target(obj, target), tip_off(obj, target)
 
 
 @pytest.mark.parametrize("expression", ("0.0", "0.1 if frame > 4 else 0.0"))
