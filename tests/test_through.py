@@ -304,6 +304,22 @@ def test_a_chain_below_the_tip_of_one_through_a_helper_follows_it_live(blender):
         assert np.linalg.norm(tip - np.array(finger_target.matrix_world.translation)) < 1e-5
 
 
+def key_fk_made_goals(bpy, rig, chain, names, rng, frames, spread):
+    """Key the chain's target, on each of ``frames``, where the tip goes when the controls ``names`` (quaternions) are
+    turned at random by up to ``spread``; then put them back at rest."""
+    from blender_ik_addon.ops import tip_target_matrix
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        for name in names:
+            rig.pose.bones[name].rotation_quaternion = (1.0, *rng.uniform(-spread, spread, 3))
+        bpy.context.view_layer.update()
+        chain.target.matrix_world = tip_target_matrix(rig, names[2], chain.up_axis, chain.roll_axis)
+        chain.target.keyframe_insert("location", frame=frame)
+        chain.target.keyframe_insert("rotation_euler", frame=frame)
+    for name in names:
+        rig.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+
+
 @pytest.fixture
 def rigify_rig(blender):
     """Rigify's basic human, generated: its FK limbs pass through MCH bones at the wrist, the ankle and the toe."""
@@ -324,7 +340,6 @@ def test_rigify_fk_limbs_of_a_generated_rig_are_chains(blender, rigify_rig, tip,
     MCH bones between; Solve reaches poses made by turning the controls, and a bake's keys play back on the target."""
     bpy = blender
     from blender_ik_addon.chain import chain_path
-    from blender_ik_addon.ops import tip_target_matrix
     rig = rigify_rig
     rig.data.bones.active = rig.data.bones[tip]
     assert bpy.ops.blender_ik.chain_add() == {"FINISHED"}
@@ -334,17 +349,8 @@ def test_rigify_fk_limbs_of_a_generated_rig_are_chains(blender, rigify_rig, tip,
     assert passed == through and names[2] == tip and all(name.endswith("_fk" + tip[-2:]) for name in names)
     goal = chain.target
     length = sum(rig.data.bones[name].length for name in names)
-    rng = np.random.default_rng(5)
+    key_fk_made_goals(bpy, rig, chain, names, np.random.default_rng(5), (1, 8), 0.3)
     scene = bpy.context.scene
-    for frame in (1, 8):  # a pose made by turning the FK controls, where the target then goes
-        for name in names:
-            rig.pose.bones[name].rotation_quaternion = (1.0, *rng.uniform(-0.3, 0.3, 3))
-        bpy.context.view_layer.update()
-        goal.matrix_world = tip_target_matrix(rig, tip, chain.up_axis, chain.roll_axis)
-        goal.keyframe_insert("location", frame=frame)
-        goal.keyframe_insert("rotation_euler", frame=frame)
-    for name in names:
-        rig.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
     scene.frame_set(8)
     assert bpy.ops.blender_ik.solve(chains="ACTIVE") == {"FINISHED"}
 
@@ -415,7 +421,6 @@ def test_rigify_finger_controls_of_a_generated_human_are_chains(blender):
     and the bake, which reads such a chain frame by frame to check those bones on each, keys them on target."""
     bpy = blender
     from blender_ik_addon.chain import chain_path
-    from blender_ik_addon.ops import tip_target_matrix
     bpy.ops.preferences.addon_enable(module="rigify")
     bpy.ops.object.armature_human_metarig_add()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -434,16 +439,7 @@ def test_rigify_finger_controls_of_a_generated_human_are_chains(blender):
         assert bpy.ops.blender_ik.add_target() == {"FINISHED"}
         chain = rig.blender_ik.active_chain
         goal = chain.target
-        for frame in (1, 6):  # poses made by turning the controls, where the target then goes
-            scene.frame_set(frame)
-            for name in names:
-                rig.pose.bones[name].rotation_quaternion = (1.0, *rng.uniform(-0.2, 0.2, 3))
-            bpy.context.view_layer.update()
-            goal.matrix_world = tip_target_matrix(rig, tip, chain.up_axis, chain.roll_axis)
-            goal.keyframe_insert("location", frame=frame)
-            goal.keyframe_insert("rotation_euler", frame=frame)
-        for name in names:
-            rig.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        key_fk_made_goals(bpy, rig, chain, names, rng, (1, 6), 0.2)
         length = sum(rig.data.bones[name].length for name in names)
 
         def off():
