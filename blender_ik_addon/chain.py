@@ -797,6 +797,7 @@ def _check_through(armature, names, through):
     constraint that moves or turns it. What drivers do is read as they have posed it now; a bake, which plays other
     frames, checks it on each of them (:func:`driven_through`)."""
     size = sum(armature.data.bones[name].length for name in names)
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
     for name in through:
         pose_bone = armature.pose.bones[name]
         what = through_label(armature, names, through, name)
@@ -804,12 +805,34 @@ def _check_through(armature, names, through):
             raise ChainError(f"{what} does not inherit rotation; turn on its Inherit Rotation (Bone properties > "
                              "Relations), or make the chain's tip another bone")
         if not at_rest(pose_bone, _SAME_JOINT * size):
+            driver = next((driver for driver in drivers if not driver.mute and driver.data_path.startswith(
+                tuple(bone_path(name, path) for path in _DRIVEN[:-1]))), None)
+            if driver is not None:  # (clearing its pose would change nothing: Rigify's finger curl, its master's)
+                raise ChainError(f"{what} is posed by its driver on '{driver.data_path[len(bone_path(name, '')):]}'"
+                                 f"{_driver_inputs(driver)}; the chain takes it at rest: set what the driver reads "
+                                 "back to rest on this frame (or go to a frame where it rests), or make the chain's "
+                                 "tip another bone")
             raise ChainError(f"{what} is posed; the chain takes it at rest: clear its pose (Alt+G, Alt+R, Alt+S), or "
                              "make the chain's tip another bone")
         active = [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
         if active:
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
+
+
+def _driver_inputs(driver):
+    """What a driver F-curve's variables read, for a message: `` (it reads pose.bones["f_index.01_master.L"].scale.y)``,
+    or nothing when they read nothing named."""
+    reads = []
+    for variable in driver.driver.variables:
+        for target in variable.targets:
+            if variable.type == "SINGLE_PROP":
+                read = target.data_path
+            else:
+                read = f"bone '{target.bone_target}'" if target.bone_target else ""
+            if read and read not in reads:
+                reads.append(read)
+    return f" (it reads {', '.join(reads)})" if reads else ""
 
 
 def through_label(armature, names, through, name):
