@@ -571,7 +571,10 @@ def chain_names(armature, tip_name):
 
 
 # How close (armature units) the heads of a bone and its parent are at rest for the parent to be no link of its own,
-# but a bone the chain passes through: the length below which a link counts as zero (see _read_chain).
+# but a bone the chain passes through: the length below which a link counts as zero (see _read_chain). In chain_path,
+# times the head's distance from the armature's origin where that is more than 1: Blender stores heads in float32, a
+# few steps of it apart when one was snapped onto the other through the 3D cursor (a skeleton in centimetres, its
+# object scaled 0.01 and 2 m from the origin: 1.5e-5 at 120 cm, which made the wrist's twist bone a link of the arm).
 _SAME_JOINT = 1e-6
 
 
@@ -601,7 +604,7 @@ def chain_path(armature, tip_name):
             raise ChainError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and its "
                              "grandparent" + (f" (it passes through {passed}, which start{'s' * (len(through) == 1)} "
                                               "where the bone below starts)" if through else ""))
-        if (parent.head_local - below.head_local).length <= _SAME_JOINT:
+        if (parent.head_local - below.head_local).length <= _SAME_JOINT * max(1.0, below.head_local.length):
             through.append(parent)
         else:
             links.append(parent)

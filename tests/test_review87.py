@@ -72,3 +72,72 @@ def test_a_finger_its_master_curls_says_the_driver_does_it(blender, full_human, 
     assert readout(rig, chain.name).status == "REACHED"
     tail = rig.matrix_world @ rig.pose.bones[FINGER].tail
     assert (tail - chain.target.matrix_world.translation).length < 1e-6
+
+
+def centimetre_arm(bpy):
+    """A game-style arm in centimetres (the armature object scaled 0.01, turned as an FBX import turns it): clavicle >
+    upperarm > lowerarm > wrist_twist > hand, the twist bone's head snapped onto the hand's through the 3D cursor, as
+    Edit Mode's Snap does (armature space to world and back, in float32), and a hand_ik bone beside it at the wrist.
+    Returns the object, in Pose Mode, and how far apart the two heads are stored."""
+    import math
+
+    from mathutils import Matrix, Vector
+    data = bpy.data.armatures.new("Skeleton")
+    obj = bpy.data.objects.new("Skeleton", data)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location, obj.rotation_euler.x, obj.scale = (2.0, 0.0, 0.0), math.pi / 2, (0.01, 0.01, 0.01)
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = data.edit_bones
+    parent = None
+    for name, head, tail in (("clavicle_l", (2.0, 140.0, 0.0), (18.0, 142.0, 2.0)),
+                             ("upperarm_l", (18.0, 142.0, 2.0), (45.0, 130.0, 5.0)),
+                             ("lowerarm_l", (45.0, 130.0, 5.0), (70.123, 120.17, 1.1))):
+        bone = edit_bones.new(name)
+        bone.head, bone.tail, bone.parent, bone.use_connect = head, tail, parent, parent is not None
+        parent = bone
+    wrist = Vector(parent.tail)
+    cursor = Matrix(obj.matrix_world) @ wrist  # Shift+S, Cursor to Selected on the hand's head...
+    twist = edit_bones.new("wrist_twist_l")
+    twist.head = Matrix(obj.matrix_world).inverted() @ cursor  # ...and Selection to Cursor on the twist bone's
+    twist.tail, twist.parent = wrist + (Vector(parent.head) - wrist) * 0.3, parent
+    hand = edit_bones.new("hand_l")
+    hand.head, hand.tail, hand.parent = wrist, wrist + Vector((8.0, -3.0, -1.0)), twist
+    hand_ik = edit_bones.new("hand_ik_l")
+    hand_ik.head, hand_ik.tail, hand_ik.parent = wrist, wrist + Vector((0.0, 5.0, 0.0)), parent
+    bpy.ops.object.mode_set(mode="POSE")
+    bones = obj.data.bones
+    return obj, (bones["wrist_twist_l"].head_local - bones["hand_l"].head_local).length
+
+
+def test_a_twist_bone_snapped_onto_the_wrist_of_a_centimetre_skeleton_is_passed_through(blender):
+    """On a skeleton in centimetres, 2 m from the origin, a twist bone snapped onto the hand's head is stored 1.5e-5 cm
+    off it (two float32 steps at 120 cm): the chain took it as a link of its own, lowerarm > wrist_twist > hand, so Solve left the upper arm alone and
+    called a target the arm plainly reaches out of reach. The chain is upperarm > lowerarm > hand, through the twist
+    bone, and the tip lands on the target, as Blender shows it."""
+    bpy = blender
+    import numpy as np
+
+    from blender_ik_addon.chain import chain_path
+    from blender_ik_addon.ops import tip_target_matrix
+    from blender_ik_addon.keys import set_pose_bone_selected
+    obj, apart = centimetre_arm(bpy)
+    assert apart > 1e-6  # (what the snap stored)
+    set_pose_bone_selected(obj.pose.bones["hand_l"], True)
+    obj.data.bones.active = obj.data.bones["hand_l"]
+    assert bpy.ops.blender_ik.chains_from_selected() == {"FINISHED"}
+    chain = obj.blender_ik.chains["hand_l"]
+    assert chain_path(obj, "hand_l") == (("upperarm_l", "lowerarm_l", "hand_l"), ("wrist_twist_l",))
+    rng = np.random.default_rng(4)
+    for name in ("upperarm_l", "lowerarm_l", "hand_l"):  # a pose the arm takes, where the target goes
+        obj.pose.bones[name].rotation_quaternion = (1.0, *rng.uniform(-0.3, 0.3, 3))
+    bpy.context.view_layer.update()
+    chain.target.matrix_world = tip_target_matrix(obj, "hand_l", chain.up_axis, chain.roll_axis)
+    for name in ("upperarm_l", "lowerarm_l", "hand_l"):
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.solve() == {"FINISHED"}
+    assert readout(obj, "hand_l").status == "REACHED"
+    tail = obj.matrix_world @ obj.pose.bones["hand_l"].tail
+    assert (tail - chain.target.matrix_world.translation).length < 1e-6  # metres: the arm is about 0.6 long
