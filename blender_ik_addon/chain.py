@@ -571,7 +571,10 @@ def chain_names(armature, tip_name):
 
 
 # How close (armature units) the heads of a bone and its parent are at rest for the parent to be no link of its own,
-# but a bone the chain passes through: the length below which a link counts as zero (see _read_chain).
+# but a bone the chain passes through: the length below which a link counts as zero (see _read_chain). In chain_path,
+# times the head's distance from the armature's origin where that is more than 1: Blender stores heads in float32, a
+# few steps of it apart when one was snapped onto the other through the 3D cursor (a skeleton in centimetres, its
+# object scaled 0.01 and 2 m from the origin: 1.5e-5 at 120 cm, which made the wrist's twist bone a link of the arm).
 _SAME_JOINT = 1e-6
 
 
@@ -601,7 +604,7 @@ def chain_path(armature, tip_name):
             raise ChainError(f"Bone '{tip_name}' needs two ancestors: the chain is the tip bone, its parent and its "
                              "grandparent" + (f" (it passes through {passed}, which start{'s' * (len(through) == 1)} "
                                               "where the bone below starts)" if through else ""))
-        if (parent.head_local - below.head_local).length <= _SAME_JOINT:
+        if (parent.head_local - below.head_local).length <= _SAME_JOINT * max(1.0, below.head_local.length):
             through.append(parent)
         else:
             links.append(parent)
@@ -797,6 +800,7 @@ def _check_through(armature, names, through):
     constraint that moves or turns it. What drivers do is read as they have posed it now; a bake, which plays other
     frames, checks it on each of them (:func:`driven_through`)."""
     size = sum(armature.data.bones[name].length for name in names)
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
     for name in through:
         pose_bone = armature.pose.bones[name]
         what = through_label(armature, names, through, name)
@@ -804,12 +808,34 @@ def _check_through(armature, names, through):
             raise ChainError(f"{what} does not inherit rotation; turn on its Inherit Rotation (Bone properties > "
                              "Relations), or make the chain's tip another bone")
         if not at_rest(pose_bone, _SAME_JOINT * size):
+            driver = next((driver for driver in drivers if not driver.mute and driver.data_path.startswith(
+                tuple(bone_path(name, path) for path in _DRIVEN[:-1]))), None)
+            if driver is not None:  # (clearing its pose would change nothing: Rigify's finger curl, its master's)
+                raise ChainError(f"{what} is posed by its driver on '{driver.data_path[len(bone_path(name, '')):]}'"
+                                 f"{_driver_inputs(driver)}; the chain takes it at rest: set what the driver reads "
+                                 "back to rest on this frame (or go to a frame where it rests), or make the chain's "
+                                 "tip another bone")
             raise ChainError(f"{what} is posed; the chain takes it at rest: clear its pose (Alt+G, Alt+R, Alt+S), or "
                              "make the chain's tip another bone")
         active = [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
         if active:
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
+
+
+def _driver_inputs(driver):
+    """What a driver F-curve's variables read, for a message: `` (it reads pose.bones["f_index.01_master.L"].scale.y)``,
+    or nothing when they read nothing named."""
+    reads = []
+    for variable in driver.driver.variables:
+        for target in variable.targets:
+            if variable.type == "SINGLE_PROP":
+                read = target.data_path
+            else:
+                read = f"bone '{target.bone_target}'" if target.bone_target else ""
+            if read and read not in reads:
+                reads.append(read)
+    return f" (it reads {', '.join(reads)})" if reads else ""
 
 
 def through_label(armature, names, through, name):

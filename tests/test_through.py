@@ -228,7 +228,8 @@ def test_a_bone_passed_through_that_a_driver_poses_is_taken_where_it_rests(blend
     bpy.context.scene.frame_set(6)
     from rigs import readout
     status = readout(obj, "arm")
-    assert status.status == "ERROR" and "is posed; the chain takes it at rest" in status.message
+    assert status.status == "ERROR" and "is posed by its driver on 'rotation_quaternion'; the chain takes it at " \
+                                        "rest" in status.message
 
 
 @pytest.mark.parametrize("keys", ("turning", "held"))
