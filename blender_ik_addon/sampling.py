@@ -779,7 +779,8 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
             raise ChainError(f"{through_label(chain.armature, chain.names, chain.through, name)} leaves its rest at "
                              f"frames {compact_frames(np.array(at))} (its driver on '{driven[index][name]}', or a "
                              "constraint it drives); the chain takes it at rest on every frame: bake a range where it "
-                             "rests, or mute the driver while baking", spec.label)
+                             "rests, or make the chain's tip another bone (muting the driver for the bake would leave "
+                             "the keys off where it acts again)", spec.label)
         for key, matrices in per_frame.items():
             if key[0] == "base":
                 bases[key[1]] = matrices

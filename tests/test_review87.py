@@ -1,5 +1,5 @@
-"""Review 87: chains that pass through a bone at a joint, as an animator uses them on the fingers of Rigify's full human,
-generated, and as a TD meets them on a game-style skeleton. Judged where Blender shows the tip."""
+"""Review 87: chains that pass through a bone at a joint, as an animator uses them on the fingers of Rigify's full
+human, generated, and as a TD meets them on a game-style skeleton. Judged where Blender shows the tip."""
 import contextlib
 import io
 
@@ -113,9 +113,9 @@ def centimetre_arm(bpy):
 
 def test_a_twist_bone_snapped_onto_the_wrist_of_a_centimetre_skeleton_is_passed_through(blender):
     """On a skeleton in centimetres, 2 m from the origin, a twist bone snapped onto the hand's head is stored 1.5e-5 cm
-    off it (two float32 steps at 120 cm): the chain took it as a link of its own, lowerarm > wrist_twist > hand, so Solve left the upper arm alone and
-    called a target the arm plainly reaches out of reach. The chain is upperarm > lowerarm > hand, through the twist
-    bone, and the tip lands on the target, as Blender shows it."""
+    off it (two float32 steps at 120 cm): the chain took it as a link of its own, lowerarm > wrist_twist > hand, so
+    Solve left the upper arm alone and called a target the arm plainly reaches out of reach. The chain is upperarm >
+    lowerarm > hand, through the twist bone, and the tip lands on the target, as Blender shows it."""
     bpy = blender
     import numpy as np
 
