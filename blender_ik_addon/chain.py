@@ -846,16 +846,17 @@ def through_label(armature, names, through, name):
 
 def driven_through(chain):
     """The bones ``chain`` passes through that a driver may pose (on their transform, or on one of their constraints:
-    Rigify's finger curl, a follow switch), as ``{bone name: driver path}``: at rest where the chain was validated, but
-    perhaps not on other frames."""
+    Rigify's finger curl, a follow switch), as ``{bone name: [its drivers (F-curves)]}``: at rest where the chain was
+    validated, but perhaps not on other frames."""
     if not chain.through:
         return {}
     drivers = chain.armature.animation_data.drivers if chain.armature.animation_data else ()
     driven = {}
     for name in chain.through:
+        paths = tuple(bone_path(name, path) for path in _DRIVEN)
         for driver in drivers:
-            if driver.data_path.startswith(tuple(bone_path(name, path) for path in _DRIVEN)) and not driver.mute:
-                driven.setdefault(name, driver.data_path[len(bone_path(name, "")):])
+            if driver.data_path.startswith(paths) and not driver.mute:
+                driven.setdefault(name, []).append(driver)
     return driven
 
 

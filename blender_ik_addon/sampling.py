@@ -12,6 +12,7 @@ Two ways, giving the same matrices:
 The chain's base ``A₁`` (armature space) is constant unless something animates the bones above the
 chain or the first bone's location/scale, or constraints or drivers could; then it is read per frame.
 """
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -622,6 +623,34 @@ class Samples:
     reasons: list  # why some part was sampled per frame
 
 
+# A driver variable's path ending in a component (scale.y, location[2]): its property and index, as F-curves have them.
+_COMPONENT = re.compile(r"^(.*)(?:\.([xyzw])|\[(\d+)\])$")
+
+
+def _holds_still(driver):
+    """Whether the driver (an F-curve of ``animation_data.drivers``) plays the same value on every frame: an expression
+    Blender evaluates natively that does not read the frame (or a sum, average, minimum or maximum), each variable a
+    single property of an ID that nothing keys or drives (Rigify's finger curl reads its master control's Y scale).
+    Its keys and modifiers map the driver's value, not the frame (Blender evaluates them at that value: 4.2's
+    driver_add gives each new driver a Generator). Anything else may change: the caller then reads the frames as
+    Blender plays them."""
+    settings = driver.driver
+    if settings.use_self or settings.type == "SCRIPTED" and (not settings.is_simple_expression
+                                                              or "frame" in settings.expression):
+        return False
+    for variable in settings.variables:
+        target = variable.targets[0]
+        if variable.type != "SINGLE_PROP" or target.id is None or not target.data_path:
+            return False
+        path, index, match = target.data_path, 0, _COMPONENT.match(target.data_path)
+        if match is not None:
+            path = match.group(1)
+            index = "xyzw".index(match.group(2)) if match.group(2) else int(match.group(3))
+        if any(not _is_muted(fcurve) for fcurve, _ in keys.played_channel(target.id, path, index)):
+            return False
+    return True
+
+
 def _has_simulation_zone(node_group, seen=None):
     """Whether a geometry node group (or a group inside it) holds a simulation zone."""
     seen = set() if seen is None else seen
@@ -742,10 +771,14 @@ def sample(scene, armature, chains, frames, progress=None, moving_bases=None, ke
             bases[index] = direct_base(chain, frames, scene, curves, keep_data, poses)
         if bases[index] is None:
             reasons[("base", index)] = reason
-    # Bones a chain passes through that a driver may pose: the chain takes them at rest, so each frame is checked as
-    # Blender plays it (Rigify's finger curl, at rest while its master control is).
-    driven = {index: bones for index, bones in ((index, driven_through(chain)) for index, (_, chain) in
-                                                enumerate(chains)) if bones}
+    # Bones a chain passes through that a driver may pose on some frames: the chain takes them at rest, so each frame
+    # is checked as Blender plays it (Rigify's finger curl, at rest while its master control is, where that is keyed).
+    driven = {}
+    for index, (_, chain) in enumerate(chains):
+        for name, drivers in driven_through(chain).items():
+            moving = next((driver for driver in drivers if not _holds_still(driver)), None)
+            if moving is not None:
+                driven.setdefault(index, {})[name] = moving.data_path[len(bone_path(name, "")):]
     for index, bones in driven.items():
         name, path = next(iter(bones.items()))
         reasons[("through", index)] = f"bone '{name}', which the chain passes through, has a driver on '{path}'"
