@@ -799,17 +799,15 @@ def _check_through(armature, names, through):
     is posed (the chain takes it at rest, as its rest offsets go through it), does not inherit rotation, or has a
     constraint that moves or turns it. What drivers do is read as they have posed it now; a bake, which plays other
     frames, checks it on each of them (:func:`driven_through`)."""
-    size = sum(armature.data.bones[name].length for name in names)
-    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    tolerance = _rest_tolerance(armature, names)
     for name in through:
         pose_bone = armature.pose.bones[name]
         what = through_label(armature, names, through, name)
         if not pose_bone.bone.use_inherit_rotation:
             raise ChainError(f"{what} does not inherit rotation; turn on its Inherit Rotation (Bone properties > "
                              "Relations), or make the chain's tip another bone")
-        if not at_rest(pose_bone, _SAME_JOINT * size):
-            driver = next((driver for driver in drivers if not driver.mute and driver.data_path.startswith(
-                tuple(bone_path(name, path) for path in _DRIVEN[:-1]))), None)
+        if not at_rest(pose_bone, tolerance):
+            driver = next(iter(_bone_drivers(armature, name, _DRIVEN[:-1])), None)  # (on its transform)
             if driver is not None:  # (clearing its pose would change nothing: Rigify's finger curl, its master's)
                 raise ChainError(f"{what} is posed by its driver on '{driver.data_path[len(bone_path(name, '')):]}'"
                                  f"{_driver_inputs(driver)}; the chain takes it at rest: set what the driver reads "
@@ -817,10 +815,29 @@ def _check_through(armature, names, through):
                                  "tip another bone")
             raise ChainError(f"{what} is posed; the chain takes it at rest: clear its pose (Alt+G, Alt+R, Alt+S), or "
                              "make the chain's tip another bone")
-        active = [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
+        active = _moving_constraints(pose_bone)
         if active:
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
+
+
+def _rest_tolerance(armature, names):
+    """How far a bone a chain of bones ``names`` passes through may be moved and still count as at rest (a
+    millionth of the chain's bones' lengths)."""
+    return _SAME_JOINT * sum(armature.data.bones[name].length for name in names)
+
+
+def _moving_constraints(pose_bone):
+    """The names of ``pose_bone``'s constraints that act and may move or turn it (not scale-only ones)."""
+    return [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
+
+
+def _bone_drivers(armature, name, paths):
+    """The armature's drivers (F-curves) on bone ``name``'s properties ``paths`` (or paths starting with them) that
+    are not muted."""
+    drivers = armature.animation_data.drivers if armature.animation_data else ()
+    prefixes = tuple(bone_path(name, path) for path in paths)
+    return [driver for driver in drivers if not driver.mute and driver.data_path.startswith(prefixes)]
 
 
 def _driver_inputs(driver):
@@ -848,25 +865,15 @@ def driven_through(chain):
     """The bones ``chain`` passes through that a driver may pose (on their transform, or on one of their constraints:
     Rigify's finger curl, a follow switch), as ``{bone name: [its drivers (F-curves)]}``: at rest where the chain was
     validated, but perhaps not on other frames."""
-    if not chain.through:
-        return {}
-    drivers = chain.armature.animation_data.drivers if chain.armature.animation_data else ()
-    driven = {}
-    for name in chain.through:
-        paths = tuple(bone_path(name, path) for path in _DRIVEN)
-        for driver in drivers:
-            if driver.data_path.startswith(paths) and not driver.mute:
-                driven.setdefault(name, []).append(driver)
-    return driven
+    driven = {name: _bone_drivers(chain.armature, name, _DRIVEN) for name in chain.through}
+    return {name: drivers for name, drivers in driven.items() if drivers}
 
 
 def through_at_rest(chain, name):
     """Whether the bone ``name`` that ``chain`` passes through is at rest as Blender has evaluated it now, with no
     constraint that moves it acting (what :func:`_check_through` asks of it)."""
     pose_bone = chain.armature.pose.bones[name]
-    size = sum(chain.armature.data.bones[bone].length for bone in chain.names)  # as _check_through has it
-    return at_rest(pose_bone, _SAME_JOINT * size) and not any(
-        _constraint_active(c) and c.type not in _SCALE_ONLY for c in pose_bone.constraints)
+    return at_rest(pose_bone, _rest_tolerance(chain.armature, chain.names)) and not _moving_constraints(pose_bone)
 
 
 def _row_times(rows, v):

@@ -554,14 +554,18 @@ def check_chain_not_animated(chain, curves=None):
     for path, where in animated_bone_settings(chain.armature, chain.spanned):
         raise ChainError(f"Armature '{chain.armature.data.name}' has an animated {path}{where}, which changes how the "
                          "chain is posed (or whether a pose shows) on some frames: remove those keys or drivers")
+    # The bones passed through, which the chain takes at rest (chain.chain_path) on every frame: each one's
+    # (constraints, rotation mode, the channels whose keys may hold it there).
+    through = [(name, bone_path(name, "constraints["), bone_path(name, "rotation_mode"),
+                {bone_path(name, path) for path in ("location", "scale",
+                                                    rotation_path(chain.armature.pose.bones[name].rotation_mode))})
+               for name in chain.through]
     for fcurve, where in curves.of_bones(chain.spanned):
         if _is_muted(fcurve):
             continue
-        for name in chain.through:  # the chain takes them at rest (chain.chain_path): on every frame
-            held = ("location", "scale", rotation_path(chain.armature.pose.bones[name].rotation_mode))
-            if (fcurve.data_path.startswith(bone_path(name, "constraints[")) or fcurve.data_path == bone_path(
-                    name, "rotation_mode") or fcurve.data_path in {bone_path(name, path) for path in held} and not (
-                        not where and _holds_its_value(fcurve, chain.armature, _HELD_TOLERANCE))):
+        for name, constraints, mode, held in through:
+            if (fcurve.data_path.startswith(constraints) or fcurve.data_path == mode or fcurve.data_path in held
+                    and not (not where and _holds_its_value(fcurve, chain.armature, _HELD_TOLERANCE))):
                 raise ChainError(f"Bone '{name}', which the chain passes through, has an animated "
                                  f"{fcurve.data_path[len(bone_path(name, '')):]}{where}; the chain takes it at rest "
                                  "on every frame: remove those keys")
