@@ -815,7 +815,7 @@ def _check_through(armature, names, through):
                                  "tip another bone")
             raise ChainError(f"{what} is posed; the chain takes it at rest: clear its pose (Alt+G, Alt+R, Alt+S), or "
                              "make the chain's tip another bone")
-        active = _moving_constraints(pose_bone)
+        active = moving_constraints(pose_bone)
         if active:
             raise ChainError(f"{what} has constraints ({', '.join(active)}) that would change the solved pose; mute "
                              "or remove them, or make the chain's tip another bone")
@@ -827,9 +827,10 @@ def _rest_tolerance(armature, names):
     return _SAME_JOINT * sum(armature.data.bones[name].length for name in names)
 
 
-def _moving_constraints(pose_bone):
-    """The names of ``pose_bone``'s constraints that act and may move or turn it (not scale-only ones)."""
-    return [c.name for c in pose_bone.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
+def moving_constraints(owner):
+    """The names of the constraints of ``owner`` (a pose bone or an object) that act and may move or turn it (not
+    scale-only ones)."""
+    return [c.name for c in owner.constraints if _constraint_active(c) and c.type not in _SCALE_ONLY]
 
 
 def _bone_drivers(armature, name, paths):
@@ -873,7 +874,7 @@ def through_at_rest(chain, name):
     """Whether the bone ``name`` that ``chain`` passes through is at rest as Blender has evaluated it now, with no
     constraint that moves it acting (what :func:`_check_through` asks of it)."""
     pose_bone = chain.armature.pose.bones[name]
-    return at_rest(pose_bone, _rest_tolerance(chain.armature, chain.names)) and not _moving_constraints(pose_bone)
+    return at_rest(pose_bone, _rest_tolerance(chain.armature, chain.names)) and not moving_constraints(pose_bone)
 
 
 def _row_times(rows, v):
@@ -1921,20 +1922,28 @@ def _changed_by(chain):
     return "something in the scene changes the result in a way the add-on cannot follow"
 
 
+def shows_pose(chain, solution, index=0):
+    """Whether Blender shows the tip where a solve puts it, as the self-check allows: (tip distance, last bone's angle,
+    within the tolerances), armature space."""
+    distance, angle = pose_error(chain, solution, index)
+    _, _, scale = _posed_reach(solution, index)
+    return distance, angle, distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE
+
+
 def verify_pose(chain, solution, index=0, middle=False):
     """Refuse a pose Blender does not show as solved (something in the scene changes the result in a way
     the add-on cannot follow). Call after the pose was evaluated. ``middle``: the middle joint must be where the
     solve put it too (a built rig: its tracking picks the same plane), unless the wrist is within 1% of the chain's
     reach of the base, where float32 noise in the goal turns the plane anywhere about the base."""
-    distance, angle = pose_error(chain, solution, index)
-    joints, reach, scale = _posed_reach(solution, index)
-    if not (distance <= POSE_TOLERANCE * scale and angle <= ANGLE_TOLERANCE):
+    distance, angle, shown = shows_pose(chain, solution, index)
+    if not shown:
         away = distance_text(bpy.context.scene, chain.armature, distance)  # in the scene's units, as Blender shows them
         raise ChainError(f"Blender shows the tip of '{chain.names[2]}' {away} from where the solve put it "
                          f"(and {math.degrees(angle):.3g}° off its direction): {_changed_by(chain)}; nothing was "
                          "changed")
     if not middle:
         return
+    joints, reach, scale = _posed_reach(solution, index)
     if math.dist(joints[2], joints[0]) > 0.01 * reach:
         off = math.dist(chain.pose_bones[1].head, joints[1])
         if not off <= POSE_TOLERANCE * scale:

@@ -548,6 +548,10 @@ def nla_fcurves(obj):
     return [(fcurve, strip) for fcurves, strip in _nla_fcurve_lists(obj) for fcurve in fcurves]
 
 
+# How played_fcurves names a driver's F-curve.
+DRIVEN = " (driven)"
+
+
 def played_fcurves(id_data):
     """Every F-curve that can change ``id_data`` as Blender plays it, as ``(fcurve, where)`` pairs (``where``: how to
     name it in a message, empty for the action's): its action's (on 4.4+ its slot's), its NLA strips' that play, and
@@ -557,7 +561,7 @@ def played_fcurves(id_data):
         return []
     played = [(fcurve, "") for fcurve in object_fcurves(id_data)]
     played += [(fcurve, f" (keyed in NLA strip '{strip}')") for fcurve, strip in nla_fcurves(id_data)]
-    played += [(driver, " (driven)") for driver in anim_data.drivers]
+    played += [(driver, DRIVEN) for driver in anim_data.drivers]
     return played
 
 
@@ -576,7 +580,7 @@ def played_channels(id_data, channels):
         return []
     lists = [(fcurves, "") for fcurves in _action_fcurve_lists(id_data)]
     lists += [(fcurves, f" (keyed in NLA strip '{strip}')") for fcurves, strip in _nla_fcurve_lists(id_data)]
-    lists.append((anim_data.drivers, " (driven)"))
+    lists.append((anim_data.drivers, DRIVEN))
     return [(fcurve, where) for fcurves, where in lists if len(fcurves) for data_path, index in channels
             for fcurve in [fcurves.find(data_path, index=index)] if fcurve is not None]
 

@@ -2,17 +2,19 @@
 (pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
 import ast
+import math
 
 import bpy
 import numpy as np
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from . import bake, keys, native_rig, props, runtime
-from .chain import (AXES, BONE_FRAME, ChainError, CouplingReader, GoalMoved, bone_path, chain_names,
-                    check_armature_scale, check_goals_evaluated, check_posable, enabled_collections, evaluate_now,
-                    followed_targets, goal_constraint_targets, goal_label, hangs_below, pose_chain, posers,
-                    posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation, solve_current,
-                    verify_goals, verify_pose, write_rotations)
+from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, POSE_TOLERANCE, ChainError, CouplingReader, GoalMoved,
+                    bone_path, chain_names, check_armature_scale, check_goals_evaluated, check_posable, check_target,
+                    enabled_collections, evaluate_now, followed_targets, goal_constraint_targets, goal_label,
+                    goal_world, hangs_below, moving_constraints, pose_chain, posers, posers_read_once, prepare,
+                    read_chain, rotation_values, rotation_path, set_rotation, shows_pose, solve_current, verify_goals,
+                    verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -216,26 +218,49 @@ def auto_key(context, pose_bones):
     or modified F-curve: Blender would key the other bones only, and the chain would play broken there; with
     cycle-aware keying, a cyclic F-curve's Cycles modifier is keyed through), or where Blender refuses them (a linked
     action)."""
-    settings = context.scene.tool_settings
-    if not settings.use_keyframe_insert_auto or not pose_bones:
+    if not context.scene.tool_settings.use_keyframe_insert_auto or not pose_bones:
         return None
-    armature = pose_bones[0].id_data
-    paths = {bone_path(pose_bone.name, rotation_path(pose_bone.rotation_mode)): pose_bone.name
-             for pose_bone in pose_bones}
-    for path, index, reason in keys.channel_problems(armature, paths, cycle_aware=settings.use_keyframe_cycle_aware,
+    entries = [(pose_bone, rotation_path(pose_bone.rotation_mode), pose_bone.name, f"bone '{pose_bone.name}'")
+               for pose_bone in pose_bones]
+    _check_keyable(context, pose_bones[0].id_data, entries)
+    return sum(_insert_key(context, *entry[:3]) for entry in entries)
+
+
+def _auto_key_goals(context, goals):
+    """:func:`auto_key` of the location and rotation of ``goals`` (``(object, bone name)`` pairs): how many goals
+    were keyed, or None with Auto Keying off."""
+    if not context.scene.tool_settings.use_keyframe_insert_auto:
+        return None
+    keyed = []
+    for obj, bone_name in goals:
+        owner = _goal_owner(obj, bone_name)
+        group, name = (bone_name, f"bone '{bone_name}' of '{obj.name}'") if bone_name else ("Object Transforms",
+                                                                                             f"'{obj.name}'")
+        keyed.append([(owner, path, group, name) for path in ("location", rotation_path(owner.rotation_mode))])
+        _check_keyable(context, obj, keyed[-1])
+    return sum(any([_insert_key(context, *entry[:3]) for entry in entries]) for entries in keyed)
+
+
+def _check_keyable(context, id_data, entries):
+    """Refuse (RuntimeError) keys on ``entries`` (``(struct, path, group, name)``: channels of ``id_data`` and how to
+    name their owner) that Blender would not keep or that would not play as keyed: see :func:`keys.channel_problems`."""
+    names = {(bone_path(struct.name, path) if isinstance(struct, bpy.types.PoseBone) else path): name
+             for struct, path, _, name in entries}
+    for path, index, reason in keys.channel_problems(id_data, names,
+                                                     cycle_aware=context.scene.tool_settings.use_keyframe_cycle_aware,
                                                      one_frame=True):
-        raise RuntimeError(f"the F-curve {path.rsplit('.', 1)[-1]}[{index}] of bone '{paths[path]}' {reason}")
-    edit = context.preferences.edit
+        raise RuntimeError(f"the F-curve {path.rsplit('.', 1)[-1]}[{index}] of {names[path]} {reason}")
+
+
+def _insert_key(context, struct, path, group):
+    """Key ``struct``'s ``path`` at the current frame (its subframe included) with Auto Keying's settings."""
+    settings, edit = context.scene.tool_settings, context.preferences.edit
     options = {option for option, on in (("INSERTKEY_REPLACE", settings.auto_keying_mode == "REPLACE_KEYS"),
                                          ("INSERTKEY_AVAILABLE", edit.use_keyframe_insert_available),
                                          ("INSERTKEY_NEEDED", edit.use_auto_keyframe_insert_needed),
                                          ("INSERTKEY_CYCLE_AWARE", settings.use_keyframe_cycle_aware)) if on}
-    keyed, frame = 0, context.scene.frame_current_final  # the frame solved, its subframe included, as Blender keys
-    for pose_bone in pose_bones:
-        keyed += bool(pose_bone.keyframe_insert(rotation_path(pose_bone.rotation_mode), frame=frame,
-                                                group=pose_bone.name, options=options,
-                                                keytype=settings.keyframe_type))
-    return keyed
+    return bool(struct.keyframe_insert(path, frame=context.scene.frame_current_final, group=group, options=options,
+                                       keytype=settings.keyframe_type))
 
 
 def _auto_key_limits(context):
@@ -437,6 +462,217 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
         chain_settings.target, chain_settings.target_bone = empty, ""
         self.report({"INFO"}, f"Added target '{empty.name}' at the tip of '{names[2]}'")
         return {"FINISHED"}
+
+
+# The channels that place a goal. Snap Target sets the location and rotation (the scale is kept); all are put back as
+# they were when a snap is refused.
+_GOAL_CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+def _goal_owner(obj, bone_name):
+    """The struct whose channels place a goal: the object, or its pose bone."""
+    return obj.pose.bones[bone_name] if bone_name else obj
+
+
+def _snap_problem(obj, bone_name, role="target"):
+    """Why Snap Target cannot move the goal and have it stay where it is put, or None."""
+    label = goal_label(obj, bone_name)
+    if obj.library is not None:
+        return f"The {role} '{label}' is linked from a library: a move would be lost on reload (make it local)"
+    owner = _goal_owner(obj, bone_name)
+    placing = moving_constraints(owner)
+    if placing:
+        return (f"The {role} '{label}' is placed by its constraints ({', '.join(placing)}), which would take it off "
+                "the tip again; mute them, or snap what they follow")
+    locked = [f"{what} {axis}" for what, flags in (("location", owner.lock_location), ("rotation", owner.lock_rotation))
+              for axis, flag in zip("XYZ", flags) if flag]
+    if owner.rotation_mode in ("QUATERNION", "AXIS_ANGLE") and owner.lock_rotations_4d and owner.lock_rotation_w:
+        locked.append("rotation W")
+    if locked:
+        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap moves and "
+                "turns it)")
+    prefix = bone_path(bone_name, "") if bone_name else ""
+    channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
+                for index in range(count)]
+    driven = sorted({fcurve.data_path.rsplit(".", 1)[-1] for fcurve, where in keys.played_channels(obj, channels)
+                     if where == keys.DRIVEN and not fcurve.mute})
+    if driven:
+        return (f"The {role} '{label}' has drivers on its {' and '.join(driven)}, which would put it back; remove them "
+                "to snap it")
+    return None
+
+
+def _snapped_world(armature, tip_name, world, up_axis, roll_axis):
+    """Where Snap Target puts a goal whose world matrix is ``world``: at the tip of ``tip_name``, its up axis along
+    the bone; its roll axis (if the chain has one) toward the bone's Z, as Add Target makes one; with none, turned the
+    least from where it is (its twist about the up axis kept). Its scale is kept: only turned and moved."""
+    pose = armature.matrix_world @ armature.pose.bones[tip_name].matrix
+    along = pose.col[1].to_3d().normalized()
+    column, sign = AXES[up_axis]
+    turned = (world.col[column].to_3d() * sign).rotation_difference(along).to_matrix() @ world.to_3x3()
+    if roll_axis != "NONE" and AXES[roll_axis][0] != column:
+        roll_column, roll_sign = AXES[roll_axis]
+        now = turned.col[roll_column] * roll_sign
+        wanted = pose.col[2].to_3d()
+        now, wanted = now - along * now.dot(along), wanted - along * wanted.dot(along)  # about the up axis
+        if now.length > 1e-6 * turned.col[roll_column].length:  # (else the target's roll axis is its up axis)
+            turned = now.rotation_difference(wanted).to_matrix() @ turned
+    matrix = turned.to_4x4()
+    matrix.translation = armature.matrix_world @ armature.pose.bones[tip_name].tail
+    return matrix
+
+
+def _place_goal(obj, bone_name, world):
+    if bone_name:
+        obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
+    else:
+        obj.matrix_world = world
+
+
+def _rotation_of(pose_bone):
+    """The rotation a bone's channels hold, as a 3×3 Matrix (a quaternion normalised, as Blender takes it)."""
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        return Quaternion(pose_bone.rotation_quaternion).normalized().to_matrix()
+    if mode == "AXIS_ANGLE":
+        angle, *axis = pose_bone.rotation_axis_angle
+        axis = Vector(axis)
+        return Matrix.Rotation(angle, 3, axis.normalized()) if axis.length > 0.0 else Matrix.Identity(3)
+    return pose_bone.rotation_euler.to_matrix()
+
+
+def _solve_turns(chain, solve):
+    """How far a solve for the goals as they are would turn each chain bone from its pose now: [(bone, radians)]."""
+    turns = []
+    for pose_bone, rotation in zip(chain.pose_bones, solve.rotations[0]):
+        difference = (Matrix(rotation).transposed() @ _rotation_of(pose_bone)).to_quaternion()
+        turns.append((pose_bone.name, min(difference.angle, 2.0 * math.pi - difference.angle)))
+    return turns
+
+
+def _turn_hint(chain, spec, solve, turns):
+    """Why a solve would turn the chain from the pose its target was snapped to, and what keeps the pose."""
+    name, angle = max(turns, key=lambda turn: turn[1])
+    joints = solve.solution.joints[0]
+    off = math.dist(chain.pose_bones[1].head, joints[1])
+    reach = sum(math.dist(joints[i], joints[i + 1]) for i in range(3))
+    scene = bpy.context.scene
+    if off > POSE_TOLERANCE * reach:
+        where = {"PARENT": "outside the plane the chain's parent carries (Bend Plane: Follow Parent)",
+                 "TARGET": "outside the target's up axis' plane (Bend Plane: Target Axis)",
+                 "POLE": "toward another side than the pole"}[spec.plane]
+        keep = "Place Pole" + (" again" if spec.plane == "POLE" else "")
+        return (f"it bends {where} or to the other side than its Bend setting, and a solve would move the middle "
+                f"joint by {distance_text(scene, chain.armature, off)}: {keep} keeps this bend")
+    last = name == chain.names[2]
+    keep = ("; set Roll to a target axis to keep the last bone's" if last and spec.roll_axis == "NONE" else "")
+    return (f"a solve would turn '{name}' by {math.degrees(angle):.3g}° about its length (each bone keeps its rest "
+            f"roll about the bend plane{keep})")
+
+
+class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
+    """Move the chain's target to its tip, its up axis along the last bone, so that solving leaves the chain as it is
+    posed now: a pose made by turning the bones (FK), taken over by the target (IK). With Auto Keying on, key it"""
+
+    bl_idname = "blender_ik.snap_target"
+    bl_label = "Snap Target"
+
+    chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ACTIVE",
+                                   description="Which chains' targets to snap")
+
+    def run(self, context, armature):
+        evaluate_now()
+        chosen = _chain_settings(armature, self.chains, posing=False)
+        built = [c.name for c in chosen if rig_state(armature, c) in ("BUILT", "STALE")]
+        if built:
+            raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
+                             f"{'have' if len(built) > 1 else 'has'} a built rig, which poses the chain from its "
+                             "target: remove the rig to snap the target to a pose of the bones")
+        snaps, owners = [], {}
+        for chain_settings in chosen:
+            spec = props.chain_spec(chain_settings)
+            chain = _read_own_chain(armature, chain_settings)
+            try:
+                check_target(chain, spec)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
+            goal = (spec.target.as_pointer(), spec.target_bone)
+            if goal in owners:
+                raise ChainError(f"Chains '{owners[goal]}' and '{spec.label}' have the same target "
+                                 f"'{goal_label(spec.target, spec.target_bone)}', which cannot be at both tips")
+            owners[goal] = spec.label
+            problem = _snap_problem(spec.target, spec.target_bone)
+            if problem is not None:
+                raise ChainError(problem, spec.label)
+            snaps.append((spec, chain))
+        before = [{path: getattr(owner, path)[:] for path in _GOAL_CHANNELS}
+                  for owner in (_goal_owner(spec.target, spec.target_bone) for spec, _ in snaps)]
+        solves = []
+        with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
+            try:
+                for spec, chain in snaps:
+                    world = Matrix(goal_world(spec.target, spec.target_bone))
+                    _place_goal(spec.target, spec.target_bone,
+                                _snapped_world(armature, chain.names[2], world, spec.up_axis, spec.roll_axis))
+                evaluate_now()
+                for spec, chain in snaps:
+                    solve = solve_current(chain, spec)
+                    distance, angle, shown = shows_pose(chain, solve.solution)
+                    if not shown:
+                        away = distance_text(context.scene, armature, distance)
+                        raise ChainError(f"Blender shows the target '{goal_label(spec.target, spec.target_bone)}' "
+                                         f"{away} from the tip of '{chain.names[2]}' after the snap (its up axis "
+                                         f"{math.degrees(angle):.3g}° off the bone): what it hangs from turns or "
+                                         "scales it unevenly; nothing was changed", spec.label)
+                    solves.append(solve)
+            except ChainError:
+                for (spec, _), values in zip(snaps, before):
+                    owner = _goal_owner(spec.target, spec.target_bone)
+                    for path, value in values.items():
+                        setattr(owner, path, value)
+                evaluate_now()
+                raise
+        self._report(context, snaps, solves)
+        return {"FINISHED"}
+
+    def _report(self, context, snaps, solves):
+        notes, warn = [], False
+        for (spec, chain), solve in zip(snaps, solves):
+            turns = _solve_turns(chain, solve)
+            if max(angle for _, angle in turns) > ANGLE_TOLERANCE:
+                notes.append(f"chain '{spec.label}': {_turn_hint(chain, spec, solve, turns)}")
+                warn = True
+        try:
+            keyed = _auto_key_goals(context, [(spec.target, spec.target_bone) for spec, _ in snaps])
+        except RuntimeError as error:
+            keyed, warn = None, True
+            notes.append(f"Auto Keying: the target was not keyed: {error}")
+        if keyed is None:
+            kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
+                    if _keyed(spec.target, spec.target_bone)]
+            if kept:
+                warn = True
+                notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
+                             "it back at the next frame change unless you key it (or snap with Auto Keying on)")
+        elif keyed:
+            notes.append(f"Auto Keying keyed {keyed} target{'s' if keyed > 1 else ''} at frame "
+                         f"{context.scene.frame_current_final:g}")
+        spec, chain = snaps[0]
+        done = (f"Snapped target '{goal_label(spec.target, spec.target_bone)}' to the tip of '{chain.names[2]}'"
+                if len(snaps) == 1 else f"Snapped the targets of {len(snaps)} chains to their tips")
+        if not warn:
+            done += ": solving keeps the pose" if len(snaps) == 1 else ": solving keeps their pose"
+        self.report({"WARNING" if warn else "INFO"}, "; ".join([done] + notes))
+
+
+def _keyed(obj, bone_name):
+    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change."""
+    owner = _goal_owner(obj, bone_name)
+    prefix = bone_path(bone_name, "") if bone_name else ""
+    channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
+                for index in range(count)]
+    return any(where != keys.DRIVEN and not keys.is_muted(fcurve) and keys.has_points(fcurve)
+               for fcurve, where in keys.played_channels(obj, channels))
 
 
 class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
@@ -1344,7 +1580,7 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
 
 classes = (BLENDER_IK_OT_solve, BLENDER_IK_OT_add_target, BLENDER_IK_OT_bake, BLENDER_IK_OT_chain_add,
            BLENDER_IK_OT_chain_remove, BLENDER_IK_OT_chain_move, BLENDER_IK_OT_chains_from_selected,
-           BLENDER_IK_OT_chain_mirror, BLENDER_IK_OT_place_pole, BLENDER_IK_OT_build_rig,
+           BLENDER_IK_OT_chain_mirror, BLENDER_IK_OT_place_pole, BLENDER_IK_OT_snap_target, BLENDER_IK_OT_build_rig,
            BLENDER_IK_OT_remove_rig)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 

@@ -113,6 +113,7 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             layout.label(text="The last bone points along this axis already: pick another one to roll it", icon="ERROR")
         row = layout.row(align=True)
         row.operator("blender_ik.add_target", icon="EMPTY_SINGLE_ARROW")
+        row.operator("blender_ik.snap_target", icon="SNAP_ON")
         row.prop(chain_settings, "live", toggle=True, icon="PAUSE" if chain_settings.live else "PLAY")
         rig = rig_state(armature, chain_settings)
         row = layout.row(align=True)

@@ -80,7 +80,7 @@ def draw_panels(bpy, obj):
 
 ALL_OPERATORS = {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake", "blender_ik.chain_add",
                  "blender_ik.chain_remove", "blender_ik.chain_move", "blender_ik.chains_from_selected",
-                 "blender_ik.chain_mirror", "blender_ik.place_pole", "blender_ik.build_rig"}
+                 "blender_ik.chain_mirror", "blender_ik.place_pole", "blender_ik.snap_target", "blender_ik.build_rig"}
 CHAIN_SETTINGS = {"tip_bone", "target", "up_axis", "plane", "bend", "roll_axis", "live"}
 
 
@@ -120,8 +120,8 @@ def test_panels_draw(blender, state):
     assert ("target_bone" in drawn) == (state == "bone_target")
     operators = {name for kind, name in log if kind == "operator"}
     expected = ALL_OPERATORS | ({"blender_ik.remove_rig"} if state.startswith("rig_") else set())
-    assert operators == expected - ({"blender_ik.add_target", "blender_ik.place_pole", "blender_ik.build_rig"}
-                                    if state == "no_chains" else set())
+    assert operators == expected - ({"blender_ik.add_target", "blender_ik.place_pole", "blender_ik.snap_target",
+                                     "blender_ik.build_rig"} if state == "no_chains" else set())
     labels = " ".join(name for kind, name in log if kind == "label")
     icons = {icon for kind, icon in log if kind == "icon"}
     if state == "pole_solved":
