@@ -522,6 +522,18 @@ def _snapped_world(armature, tip_name, world, up_axis, roll_axis):
     return matrix
 
 
+def _hangs_from(obj, bone_name, goal):
+    """Whether ``obj`` (or its bone ``bone_name``) hangs from ``goal`` (an ``(object, bone name)`` pair, another goal)
+    through any parents: moving the goal moves it."""
+    parent, parent_bone = goal
+    if parent_bone:
+        return hangs_below(parent, parent_bone, obj, bone_name) is not None
+    ancestor = obj if bone_name else obj.parent
+    while ancestor is not None and ancestor != parent:
+        ancestor = ancestor.parent
+    return ancestor is not None
+
+
 def _place_goal(obj, bone_name, world):
     if bone_name:
         obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
@@ -610,11 +622,17 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
             try:
-                for spec, chain in snaps:
-                    world = Matrix(goal_world(spec.target, spec.target_bone))
-                    _place_goal(spec.target, spec.target_bone,
-                                _snapped_world(armature, chain.names[2], world, spec.up_axis, spec.roll_axis))
-                evaluate_now()
+                worlds = [_snapped_world(armature, chain.names[2], Matrix(goal_world(spec.target, spec.target_bone)),
+                                         spec.up_axis, spec.roll_axis) for spec, chain in snaps]
+                # A goal that hangs from another snapped goal (a finger's control under the hand's) is placed once that
+                # one has moved and Blender has evaluated it: placed before, it would be carried off its tip.
+                goals = [(spec.target, spec.target_bone) for spec, _ in snaps]
+                depths = [sum(_hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
+                for depth in sorted(set(depths)):
+                    for goal, world, at in zip(goals, worlds, depths):
+                        if at == depth:
+                            _place_goal(*goal, world)
+                    evaluate_now()
                 for spec, chain in snaps:
                     solve = solve_current(chain, spec)
                     distance, angle, shown = shows_pose(chain, solve.solution)
