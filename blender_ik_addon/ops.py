@@ -665,16 +665,21 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         except RuntimeError as error:
             keyed, warn = None, True
             notes.append(f"Auto Keying: the target was not keyed: {error}")
-        if keyed is None:
-            kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
-                    if _keyed(spec.target, spec.target_bone)]
-            if kept:
-                warn = True
-                notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
-                             "it back at the next frame change unless you key it (or snap with Auto Keying on)")
-        elif keyed:
+        if keyed:
             notes.append(f"Auto Keying keyed {keyed} target{'s' if keyed > 1 else ''} at frame "
                          f"{context.scene.frame_current_final:g}")
+        # Keyed with Auto Keying off, or where its settings (Replace: the channels keyed at the frame) left channels
+        # unkeyed: the keys put the target back.
+        frame = None if keyed is None else context.scene.frame_current_final
+        kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
+                if _keyed(spec.target, spec.target_bone, frame)]
+        if kept:
+            warn = True
+            why = ("or snap with Auto Keying on" if not context.scene.tool_settings.use_keyframe_insert_auto else
+                   f"Auto Keying's {', '.join(_auto_key_limits(context))} left it unkeyed" if keyed is not None else
+                   "")
+            notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
+                         f"it back at the next frame change unless you key it{f' ({why})' if why else ''}")
         spec, chain = snaps[0]
         done = (f"Snapped target '{goal_label(spec.target, spec.target_bone)}' to the tip of '{chain.names[2]}'"
                 if len(snaps) == 1 else f"Snapped the targets of {len(snaps)} chains to their tips")
@@ -683,13 +688,20 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         self.report({"WARNING" if warn else "INFO"}, "; ".join([done] + notes))
 
 
-def _keyed(obj, bone_name):
-    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change."""
+def _keyed(obj, bone_name, frame=None):
+    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change.
+    ``frame`` (scene time; after Auto Keying keyed the goal there): only the action's keys that play another value
+    there than the goal has count."""
     owner = _goal_owner(obj, bone_name)
     prefix = bone_path(bone_name, "") if bone_name else ""
     channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
                 for index in range(count)]
+    if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:  # the tweaked strip's action plays in strip time
+        frame = obj.animation_data.nla_tweak_strip_time_to_scene(frame, invert=True)
     return any(where != keys.DRIVEN and not keys.is_muted(fcurve) and keys.has_points(fcurve)
+               and (frame is None or not where and not math.isclose(
+                   fcurve.evaluate(frame), getattr(owner, fcurve.data_path.rsplit(".", 1)[-1])[fcurve.array_index],
+                   rel_tol=1e-5, abs_tol=1e-6))
                for fcurve, where in keys.played_channels(obj, channels))
 
 

@@ -74,3 +74,68 @@ def test_snap_all_with_a_target_hanging_from_another_snapped_target(blender, nes
     assert bpy.ops.blender_ik.snap_target(chains="ALL") == {"FINISHED"}
     off = _goals_off(bpy, obj, goals)
     assert np.max(off) < 1e-6, off
+
+
+def _keyed_target(bpy, rotation_frame=1):
+    """The arm with its target keyed on frames 1 and 10 (its rotation on ``rotation_frame``), at frame 5, and the arm
+    turned by hand; Auto Keying on. Returns (object, chain)."""
+    from rigs import arm_with_chain
+    from test_snap_target import _fk_pose
+    obj, chain = arm_with_chain(bpy)
+    scene, target = bpy.context.scene, chain.target
+    for frame in (1, 10):
+        target.keyframe_insert("location", frame=frame)
+    target.keyframe_insert("rotation_euler", frame=rotation_frame)
+    scene.frame_set(5)
+    _fk_pose(bpy, obj)
+    scene.tool_settings.use_keyframe_insert_auto = True
+    return obj, chain
+
+
+def _replace_nothing(bpy, scene):
+    """Auto Keying in Replace mode, with no key of the target at the frame: nothing is keyed."""
+    scene.tool_settings.auto_keying_mode = "REPLACE_KEYS"
+
+
+def _replace_location_only(bpy, scene):
+    """Replace mode with the location keyed at the frame, the rotation not: the location is keyed, not the rotation."""
+    scene.tool_settings.auto_keying_mode = "REPLACE_KEYS"
+    scene.objects["Target"].keyframe_insert("location", frame=5)
+
+
+@pytest.mark.parametrize("setting", (_replace_nothing, _replace_location_only),
+                         ids=lambda setting: setting.__name__.strip("_"))
+def test_auto_keying_that_leaves_a_keyed_target_unkeyed_is_warned_of(blender, capfd, setting):
+    """Auto Keying's settings (Replace: only channels keyed at the frame) leave some of a keyed target's channels
+    unkeyed: played back, the target is off the tip; the report says so, as it does with Auto Keying off, instead of
+    reporting a clean snap."""
+    from test_snap_target import goal_off_tip
+    bpy = blender
+    obj, chain = _keyed_target(bpy)
+    scene = bpy.context.scene
+    setting(bpy, scene)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
+    out = capfd.readouterr().out
+    scene.frame_set(1)
+    scene.frame_set(5)
+    assert max(goal_off_tip(bpy, obj, chain)) > 1e-3  # the keys put it back
+    assert "'Target' is keyed: the keys put it back at the next frame change unless you key it (Auto Keying's Replace" \
+        in out, out
+
+
+def test_a_target_keyed_as_snapped_is_not_warned_of(blender, capfd):
+    """With Only Insert Needed, snapping a target that was snapped and keyed already keys nothing (nothing changed):
+    its keys hold it at the tip, and nothing is said about them."""
+    bpy = blender
+    obj, chain = _keyed_target(bpy, rotation_frame=5)
+    edit = bpy.context.preferences.edit
+    was, edit.use_auto_keyframe_insert_needed = edit.use_auto_keyframe_insert_needed, True
+    try:
+        assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
+        capfd.readouterr()
+        assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
+        out = capfd.readouterr().out
+    finally:
+        edit.use_auto_keyframe_insert_needed = was
+    assert "put it back" not in out, out
