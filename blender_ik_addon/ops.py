@@ -537,6 +537,10 @@ def _hangs_from(obj, bone_name, goal):
 def _place_goal(obj, bone_name, world):
     if bone_name:
         obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
+    elif obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3"):
+        # Setting matrix_world needs the parent's evaluated mesh, which the original object does not hold ("Evaluated
+        # mesh is needed to solve parenting"): what it hangs from is read from where Blender shows it instead.
+        obj.matrix_basis = (obj.matrix_world @ obj.matrix_basis.inverted_safe()).inverted_safe() @ world
     else:
         obj.matrix_world = world
 

@@ -139,3 +139,24 @@ def test_a_target_keyed_as_snapped_is_not_warned_of(blender, capfd):
     finally:
         edit.use_auto_keyframe_insert_needed = was
     assert "put it back" not in out, out
+
+
+@pytest.mark.parametrize("parent_type", ("VERTEX", "VERTEX_3"))
+def test_a_target_hanging_from_vertices_lands_on_the_tip(blender, parent_type):
+    """A target parented to a vertex (or three) of a mesh, a prop on the skin, turned and moved: the snap puts it at
+    the tip, its up axis along the last bone, as Blender shows it, instead of refusing it as 'sheared by what it hangs
+    from' (Blender printing 'Evaluated mesh is needed to solve parenting')."""
+    from rigs import arm_with_chain, skin_patch
+    from test_snap_target import _fk_pose, goal_off_tip
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    skin = skin_patch(bpy)
+    skin.location, skin.rotation_euler = (0.1, -0.2, 0.3), (0.3, 0.2, 0.6)
+    target = chain.target
+    target.parent, target.parent_type = skin, parent_type
+    target.parent_vertices = (0, 1, 2) if parent_type == "VERTEX_3" else (1, 0, 0)
+    bpy.context.view_layer.update()
+    _fk_pose(bpy, obj)
+    assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
+    distance, angle = goal_off_tip(bpy, obj, chain)
+    assert distance < 1e-6 and angle < 1e-5, (distance, angle)
