@@ -491,6 +491,10 @@ def _snap_problem(obj, bone_name, role="target"):
     if locked:
         return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap moves and "
                 "turns it)")
+    bone = obj.data.bones[bone_name] if bone_name else None
+    if bone is not None and bone.use_connect and bone.parent is not None:
+        return (f"The {role} '{label}' is connected to its parent '{bone.parent.name}', whose tail holds its head: it "
+                "cannot move to the tip (disconnect it in Edit Mode: Alt+P, Disconnect Bone)")
     prefix = bone_path(bone_name, "") if bone_name else ""
     channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
                 for index in range(count)]

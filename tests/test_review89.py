@@ -160,3 +160,29 @@ def test_a_target_hanging_from_vertices_lands_on_the_tip(blender, parent_type):
     assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
     distance, angle = goal_off_tip(bpy, obj, chain)
     assert distance < 1e-6 and angle < 1e-5, (distance, angle)
+
+
+def test_a_connected_target_bone_is_refused_for_what_it_is(blender):
+    """A control bone connected to its parent cannot move (its parent's tail holds its head): the snap is refused
+    naming that, and nothing moves, instead of blaming an unevenly scaled parent."""
+    import re
+
+    from rigs import arm_with_chain, pose_snapshot
+    from test_snap_target import _fk_pose
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    parent = edit_bones.new("ctl_parent")
+    parent.head, parent.tail, parent.parent = (2.0, 0.0, 0.0), (2.0, 0.0, 0.3), edit_bones["root"]
+    control = edit_bones.new("ctl")
+    control.head, control.tail, control.parent, control.use_connect = (2.0, 0.0, 0.3), (2.0, 0.2, 0.5), parent, True
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.data.objects.remove(chain.target)
+    chain.target, chain.target_bone = obj, "ctl"
+    _fk_pose(bpy, obj)
+    before = pose_snapshot(obj)
+    with pytest.raises(RuntimeError, match=re.escape("The target 'Arm' bone 'ctl' is connected to its parent "
+                                                     "'ctl_parent', whose tail holds its head")):
+        bpy.ops.blender_ik.snap_target()
+    assert pose_snapshot(obj) == before
