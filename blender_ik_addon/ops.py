@@ -491,6 +491,10 @@ def _snap_problem(obj, bone_name, role="target"):
     if locked:
         return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap moves and "
                 "turns it)")
+    bone = obj.data.bones[bone_name] if bone_name else None
+    if bone is not None and bone.use_connect and bone.parent is not None:
+        return (f"The {role} '{label}' is connected to its parent '{bone.parent.name}', whose tail holds its head: it "
+                "cannot move to the tip (disconnect it in Edit Mode: Alt+P, Disconnect Bone)")
     prefix = bone_path(bone_name, "") if bone_name else ""
     channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
                 for index in range(count)]
@@ -522,9 +526,25 @@ def _snapped_world(armature, tip_name, world, up_axis, roll_axis):
     return matrix
 
 
+def _hangs_from(obj, bone_name, goal):
+    """Whether ``obj`` (or its bone ``bone_name``) hangs from ``goal`` (an ``(object, bone name)`` pair, another goal)
+    through any parents: moving the goal moves it."""
+    parent, parent_bone = goal
+    if parent_bone:
+        return hangs_below(parent, parent_bone, obj, bone_name) is not None
+    ancestor = obj if bone_name else obj.parent
+    while ancestor is not None and ancestor != parent:
+        ancestor = ancestor.parent
+    return ancestor is not None
+
+
 def _place_goal(obj, bone_name, world):
     if bone_name:
         obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
+    elif obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3"):
+        # Setting matrix_world needs the parent's evaluated mesh, which the original object does not hold ("Evaluated
+        # mesh is needed to solve parenting"): what it hangs from is read from where Blender shows it instead.
+        obj.matrix_basis = (obj.matrix_world @ obj.matrix_basis.inverted_safe()).inverted_safe() @ world
     else:
         obj.matrix_world = world
 
@@ -610,11 +630,17 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
             try:
-                for spec, chain in snaps:
-                    world = Matrix(goal_world(spec.target, spec.target_bone))
-                    _place_goal(spec.target, spec.target_bone,
-                                _snapped_world(armature, chain.names[2], world, spec.up_axis, spec.roll_axis))
-                evaluate_now()
+                worlds = [_snapped_world(armature, chain.names[2], Matrix(goal_world(spec.target, spec.target_bone)),
+                                         spec.up_axis, spec.roll_axis) for spec, chain in snaps]
+                # A goal that hangs from another snapped goal (a finger's control under the hand's) is placed once that
+                # one has moved and Blender has evaluated it: placed before, it would be carried off its tip.
+                goals = [(spec.target, spec.target_bone) for spec, _ in snaps]
+                depths = [sum(_hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
+                for depth in sorted(set(depths)):
+                    for goal, world, at in zip(goals, worlds, depths):
+                        if at == depth:
+                            _place_goal(*goal, world)
+                    evaluate_now()
                 for spec, chain in snaps:
                     solve = solve_current(chain, spec)
                     distance, angle, shown = shows_pose(chain, solve.solution)
@@ -647,16 +673,21 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         except RuntimeError as error:
             keyed, warn = None, True
             notes.append(f"Auto Keying: the target was not keyed: {error}")
-        if keyed is None:
-            kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
-                    if _keyed(spec.target, spec.target_bone)]
-            if kept:
-                warn = True
-                notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
-                             "it back at the next frame change unless you key it (or snap with Auto Keying on)")
-        elif keyed:
+        if keyed:
             notes.append(f"Auto Keying keyed {keyed} target{'s' if keyed > 1 else ''} at frame "
                          f"{context.scene.frame_current_final:g}")
+        # Keyed with Auto Keying off, or where its settings (Replace: the channels keyed at the frame) left channels
+        # unkeyed: the keys put the target back.
+        frame = None if keyed is None else context.scene.frame_current_final
+        kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
+                if _keyed(spec.target, spec.target_bone, frame)]
+        if kept:
+            warn = True
+            why = ("or snap with Auto Keying on" if not context.scene.tool_settings.use_keyframe_insert_auto else
+                   f"Auto Keying's {', '.join(_auto_key_limits(context))} left it unkeyed" if keyed is not None else
+                   "")
+            notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
+                         f"it back at the next frame change unless you key it{f' ({why})' if why else ''}")
         spec, chain = snaps[0]
         done = (f"Snapped target '{goal_label(spec.target, spec.target_bone)}' to the tip of '{chain.names[2]}'"
                 if len(snaps) == 1 else f"Snapped the targets of {len(snaps)} chains to their tips")
@@ -665,13 +696,20 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         self.report({"WARNING" if warn else "INFO"}, "; ".join([done] + notes))
 
 
-def _keyed(obj, bone_name):
-    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change."""
+def _keyed(obj, bone_name, frame=None):
+    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change.
+    ``frame`` (scene time; after Auto Keying keyed the goal there): only the action's keys that play another value
+    there than the goal has count."""
     owner = _goal_owner(obj, bone_name)
     prefix = bone_path(bone_name, "") if bone_name else ""
     channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
                 for index in range(count)]
+    if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:  # the tweaked strip's action plays in strip time
+        frame = obj.animation_data.nla_tweak_strip_time_to_scene(frame, invert=True)
     return any(where != keys.DRIVEN and not keys.is_muted(fcurve) and keys.has_points(fcurve)
+               and (frame is None or not where and not math.isclose(
+                   fcurve.evaluate(frame), getattr(owner, fcurve.data_path.rsplit(".", 1)[-1])[fcurve.array_index],
+                   rel_tol=1e-5, abs_tol=1e-6))
                for fcurve, where in keys.played_channels(obj, channels))
 
 
