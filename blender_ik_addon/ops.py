@@ -704,7 +704,8 @@ def _keyed(obj, bone_name, frame=None):
     prefix = bone_path(bone_name, "") if bone_name else ""
     channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
                 for index in range(count)]
-    if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:  # the tweaked strip's action plays in strip time
+    if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:
+        # The tweaked strip's action plays in the strip's time.
         frame = obj.animation_data.nla_tweak_strip_time_to_scene(frame, invert=True)
     return any(where != keys.DRIVEN and not keys.is_muted(fcurve) and keys.has_points(fcurve)
                and (frame is None or not where and not math.isclose(
