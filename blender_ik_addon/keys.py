@@ -691,7 +691,8 @@ def channel_problems(obj, data_paths, cycle_aware=False, one_frame=False):
         if fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve) and has_points(fcurve):
             keyed.add(where)  # named once, by the first strip that plays it
             if one_frame:
-                problems.append(where + (f"is keyed in NLA strip '{strip}', which a key in the armature's action "
+                owner = "armature" if obj.type == "ARMATURE" else "object"  # (a snapped target: an Empty)
+                problems.append(where + (f"is keyed in NLA strip '{strip}', which a key in the {owner}'s action "
                                          "would override on every frame, not this one only: key the strip's action in "
                                          "its tweak mode (Tab in the NLA Editor), or mute the strip",))
                 continue

@@ -672,7 +672,8 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
             keyed = _auto_key_goals(context, [(spec.target, spec.target_bone) for spec, _ in snaps])
         except RuntimeError as error:
             keyed, warn = None, True
-            notes.append(f"Auto Keying: the target was not keyed: {error}")
+            notes.append(f"Auto Keying: {'the targets were' if len(snaps) > 1 else 'the target was'} not keyed: "
+                         f"{error}")
         if keyed:
             notes.append(f"Auto Keying keyed {keyed} target{'s' if keyed > 1 else ''} at frame "
                          f"{context.scene.frame_current_final:g}")

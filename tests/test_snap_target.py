@@ -298,3 +298,25 @@ def test_live_turned_on_after_the_snap_keeps_the_pose(blender):
     bpy.context.view_layer.update()
     assert largest_change(pose, pose_snapshot(obj)) < 1e-5
     assert readout(obj).status == "REACHED"
+
+
+def test_a_target_keyed_in_an_nla_strip_is_not_keyed_over_it(blender, capfd):
+    """A target whose keys were pushed down into an NLA strip: Auto Keying would put a key in the object's own
+    action, which overrides the strip on every frame. The snap moves it and says so, naming the strip; no key is
+    added."""
+    bpy = blender
+    obj, chain = arm_with_chain(bpy)
+    target = chain.target
+    target.keyframe_insert("location", frame=1)
+    animation = target.animation_data
+    action = animation.action
+    animation.nla_tracks.new().strips.new("Walk", 1, action)
+    animation.action = None
+    _fk_pose(bpy, obj)
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert ("Auto Keying: the target was not keyed: the F-curve location[0] of 'Target' is keyed in NLA strip 'Walk', "
+            "which a key in the object's action would override on every frame") in out, out
+    assert animation.action is None
