@@ -310,13 +310,13 @@ def test_a_target_keyed_in_an_nla_strip_is_not_keyed_over_it(blender, capfd):
     target.keyframe_insert("location", frame=1)
     animation = target.animation_data
     action = animation.action
-    animation.nla_tracks.new().strips.new("Walk", 1, action)
+    strip = animation.nla_tracks.new().strips.new("Walk", 1, action)  # (4.5 names it after the action)
     animation.action = None
     _fk_pose(bpy, obj)
     bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
     capfd.readouterr()
     assert bpy.ops.blender_ik.snap_target() == {"FINISHED"}
     out = capfd.readouterr().out
-    assert ("Auto Keying: the target was not keyed: the F-curve location[0] of 'Target' is keyed in NLA strip 'Walk', "
-            "which a key in the object's action would override on every frame") in out, out
+    assert (f"Auto Keying: the target was not keyed: the F-curve location[0] of 'Target' is keyed in NLA strip "
+            f"'{strip.name}', which a key in the object's action would override on every frame") in out, out
     assert animation.action is None
