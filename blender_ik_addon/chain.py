@@ -1214,6 +1214,12 @@ def _basis(attribute, value, scale):
     return (rotation @ Matrix.Diagonal(scale)).to_4x4()
 
 
+def channel_rotation(pose_bone):
+    """The rotation ``pose_bone``'s channels hold, as a 3×3 Matrix, as Blender takes it (:func:`_basis`)."""
+    attribute = rotation_path(pose_bone.rotation_mode)
+    return _basis(attribute, getattr(pose_bone, attribute), (1.0, 1.0, 1.0)).to_3x3()
+
+
 def posed_matrices(chain, base, written):
     """The pose-space matrices Blender will give the chain's bones once it evaluates the rotations ``written``
     ({attribute: [(bone name, value)]}, as :func:`pose_chain` made them) on the base ``base`` (:func:`base_rows`), by

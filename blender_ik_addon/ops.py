@@ -6,15 +6,15 @@ import math
 
 import bpy
 import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Matrix, Vector
 
 from . import bake, keys, native_rig, props, runtime
 from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, POSE_TOLERANCE, ChainError, CouplingReader, GoalMoved,
-                    bone_path, chain_names, check_armature_scale, check_goals_evaluated, check_posable, check_target,
-                    enabled_collections, evaluate_now, followed_targets, goal_constraint_targets, goal_label,
-                    goal_world, hangs_below, moving_constraints, pose_chain, posers, posers_read_once, prepare,
-                    read_chain, rotation_values, rotation_path, set_rotation, shows_pose, solve_current, verify_goals,
-                    verify_pose, write_rotations)
+                    bone_path, chain_names, channel_rotation, check_armature_scale, check_goals_evaluated,
+                    check_posable, check_target, enabled_collections, evaluate_now, followed_targets,
+                    goal_constraint_targets, goal_label, goal_world, hangs_below, moving_constraints, pose_chain,
+                    posers, posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation,
+                    shows_pose, solve_current, verify_goals, verify_pose, write_rotations)
 from .report import distance_text
 from .sampling import check_no_animated_posers
 
@@ -474,6 +474,15 @@ def _goal_owner(obj, bone_name):
     return obj.pose.bones[bone_name] if bone_name else obj
 
 
+def _goal_channels(obj, bone_name):
+    """The ``(RNA path, index)`` of each of the goal's location and rotation channels, as ``obj``'s F-curves name
+    them."""
+    prefix = bone_path(bone_name, "") if bone_name else ""
+    mode = _goal_owner(obj, bone_name).rotation_mode
+    return [(prefix + path, index) for path, count in (("location", 3), (rotation_path(mode), 4))
+            for index in range(count)]
+
+
 def _snap_problem(obj, bone_name, role="target"):
     """Why Snap Target cannot move the goal and have it stay where it is put, or None."""
     label = goal_label(obj, bone_name)
@@ -495,10 +504,8 @@ def _snap_problem(obj, bone_name, role="target"):
     if bone is not None and bone.use_connect and bone.parent is not None:
         return (f"The {role} '{label}' is connected to its parent '{bone.parent.name}', whose tail holds its head: it "
                 "cannot move to the tip (disconnect it in Edit Mode: Alt+P, Disconnect Bone)")
-    prefix = bone_path(bone_name, "") if bone_name else ""
-    channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
-                for index in range(count)]
-    driven = sorted({fcurve.data_path.rsplit(".", 1)[-1] for fcurve, where in keys.played_channels(obj, channels)
+    played = keys.played_channels(obj, _goal_channels(obj, bone_name))
+    driven = sorted({fcurve.data_path.rsplit(".", 1)[-1] for fcurve, where in played
                      if where == keys.DRIVEN and not fcurve.mute})
     if driven:
         return (f"The {role} '{label}' has drivers on its {' and '.join(driven)}, which would put it back; remove them "
@@ -549,23 +556,11 @@ def _place_goal(obj, bone_name, world):
         obj.matrix_world = world
 
 
-def _rotation_of(pose_bone):
-    """The rotation a bone's channels hold, as a 3×3 Matrix (a quaternion normalised, as Blender takes it)."""
-    mode = pose_bone.rotation_mode
-    if mode == "QUATERNION":
-        return Quaternion(pose_bone.rotation_quaternion).normalized().to_matrix()
-    if mode == "AXIS_ANGLE":
-        angle, *axis = pose_bone.rotation_axis_angle
-        axis = Vector(axis)
-        return Matrix.Rotation(angle, 3, axis.normalized()) if axis.length > 0.0 else Matrix.Identity(3)
-    return pose_bone.rotation_euler.to_matrix()
-
-
 def _solve_turns(chain, solve):
     """How far a solve for the goals as they are would turn each chain bone from its pose now: [(bone, radians)]."""
     turns = []
     for pose_bone, rotation in zip(chain.pose_bones, solve.rotations[0]):
-        difference = (Matrix(rotation).transposed() @ _rotation_of(pose_bone)).to_quaternion()
+        difference = (Matrix(rotation).transposed() @ channel_rotation(pose_bone)).to_quaternion()
         turns.append((pose_bone.name, min(difference.angle, 2.0 * math.pi - difference.angle)))
     return turns
 
@@ -702,9 +697,6 @@ def _keyed(obj, bone_name, frame=None):
     ``frame`` (scene time; after Auto Keying keyed the goal there): only the action's keys that play another value
     there than the goal has count."""
     owner = _goal_owner(obj, bone_name)
-    prefix = bone_path(bone_name, "") if bone_name else ""
-    channels = [(prefix + path, index) for path, count in (("location", 3), (rotation_path(owner.rotation_mode), 4))
-                for index in range(count)]
     if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:
         # The tweaked strip's action plays in the strip's time.
         frame = obj.animation_data.nla_tweak_strip_time_to_scene(frame, invert=True)
@@ -712,7 +704,7 @@ def _keyed(obj, bone_name, frame=None):
                and (frame is None or not where and not math.isclose(
                    fcurve.evaluate(frame), getattr(owner, fcurve.data_path.rsplit(".", 1)[-1])[fcurve.array_index],
                    rel_tol=1e-5, abs_tol=1e-6))
-               for fcurve, where in keys.played_channels(obj, channels))
+               for fcurve, where in keys.played_channels(obj, _goal_channels(obj, bone_name)))
 
 
 class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
