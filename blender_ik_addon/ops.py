@@ -8,11 +8,11 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Vector
 
-from . import bake, keys, native_rig, props, runtime
-from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, POSE_TOLERANCE, ChainError, CouplingReader, GoalMoved,
-                    bone_path, chain_names, channel_rotation, check_armature_scale, check_goals_evaluated,
+from . import bake, keys, native_rig, props, runtime, snap
+from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, CouplingReader, GoalMoved,
+                    bone_path, chain_names, check_armature_scale, check_goals_evaluated,
                     check_posable, check_target, enabled_collections, evaluate_now, followed_targets,
-                    goal_constraint_targets, goal_label, goal_world, hangs_below, moving_constraints, pose_chain,
+                    goal_constraint_targets, goal_label, goal_world, hangs_below, pose_chain,
                     posers, posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation,
                     shows_pose, solve_current, verify_goals, verify_pose, write_rotations)
 from .report import distance_text
@@ -233,7 +233,7 @@ def _auto_key_goals(context, goals):
         return None
     keyed = []
     for obj, bone_name in goals:
-        owner = _goal_owner(obj, bone_name)
+        owner = snap.goal_owner(obj, bone_name)
         group, name = (bone_name, f"bone '{bone_name}' of '{obj.name}'") if bone_name else ("Object Transforms",
                                                                                              f"'{obj.name}'")
         keyed.append([(owner, path, group, name) for path in ("location", rotation_path(owner.rotation_mode))])
@@ -464,127 +464,6 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-# The channels that place a goal. Snap Target sets the location and rotation (the scale is kept); all are put back as
-# they were when a snap is refused.
-_GOAL_CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
-
-
-def _goal_owner(obj, bone_name):
-    """The struct whose channels place a goal: the object, or its pose bone."""
-    return obj.pose.bones[bone_name] if bone_name else obj
-
-
-def _goal_channels(obj, bone_name):
-    """The ``(RNA path, index)`` of each of the goal's location and rotation channels, as ``obj``'s F-curves name
-    them."""
-    prefix = bone_path(bone_name, "") if bone_name else ""
-    mode = _goal_owner(obj, bone_name).rotation_mode
-    return [(prefix + path, index) for path, count in (("location", 3), (rotation_path(mode), 4))
-            for index in range(count)]
-
-
-def _snap_problem(obj, bone_name, role="target"):
-    """Why Snap Target cannot move the goal and have it stay where it is put, or None."""
-    label = goal_label(obj, bone_name)
-    if obj.library is not None:
-        return f"The {role} '{label}' is linked from a library: a move would be lost on reload (make it local)"
-    owner = _goal_owner(obj, bone_name)
-    placing = moving_constraints(owner)
-    if placing:
-        return (f"The {role} '{label}' is placed by its constraints ({', '.join(placing)}), which would take it off "
-                "the tip again; mute them, or snap what they follow")
-    locked = [f"{what} {axis}" for what, flags in (("location", owner.lock_location), ("rotation", owner.lock_rotation))
-              for axis, flag in zip("XYZ", flags) if flag]
-    if owner.rotation_mode in ("QUATERNION", "AXIS_ANGLE") and owner.lock_rotations_4d and owner.lock_rotation_w:
-        locked.append("rotation W")
-    if locked:
-        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap moves and "
-                "turns it)")
-    bone = obj.data.bones[bone_name] if bone_name else None
-    if bone is not None and bone.use_connect and bone.parent is not None:
-        return (f"The {role} '{label}' is connected to its parent '{bone.parent.name}', whose tail holds its head: it "
-                "cannot move to the tip (disconnect it in Edit Mode: Alt+P, Disconnect Bone)")
-    played = keys.played_channels(obj, _goal_channels(obj, bone_name))
-    driven = sorted({fcurve.data_path.rsplit(".", 1)[-1] for fcurve, where in played
-                     if where == keys.DRIVEN and not fcurve.mute})
-    if driven:
-        return (f"The {role} '{label}' has drivers on its {' and '.join(driven)}, which would put it back; remove them "
-                "to snap it")
-    return None
-
-
-def _snapped_world(armature, tip_name, world, up_axis, roll_axis):
-    """Where Snap Target puts a goal whose world matrix is ``world``: at the tip of ``tip_name``, its up axis along
-    the bone; its roll axis (if the chain has one) toward the bone's Z, as Add Target makes one; with none, turned the
-    least from where it is (its twist about the up axis kept). Its scale is kept: only turned and moved."""
-    pose = armature.matrix_world @ armature.pose.bones[tip_name].matrix
-    along = pose.col[1].to_3d().normalized()
-    column, sign = AXES[up_axis]
-    turned = (world.col[column].to_3d() * sign).rotation_difference(along).to_matrix() @ world.to_3x3()
-    if roll_axis != "NONE" and AXES[roll_axis][0] != column:
-        roll_column, roll_sign = AXES[roll_axis]
-        now = turned.col[roll_column] * roll_sign
-        wanted = pose.col[2].to_3d()
-        now, wanted = now - along * now.dot(along), wanted - along * wanted.dot(along)  # about the up axis
-        if now.length > 1e-6 * turned.col[roll_column].length:  # (else the target's roll axis is its up axis)
-            turned = now.rotation_difference(wanted).to_matrix() @ turned
-    matrix = turned.to_4x4()
-    matrix.translation = armature.matrix_world @ armature.pose.bones[tip_name].tail
-    return matrix
-
-
-def _hangs_from(obj, bone_name, goal):
-    """Whether ``obj`` (or its bone ``bone_name``) hangs from ``goal`` (an ``(object, bone name)`` pair, another goal)
-    through any parents: moving the goal moves it."""
-    parent, parent_bone = goal
-    if parent_bone:
-        return hangs_below(parent, parent_bone, obj, bone_name) is not None
-    ancestor = obj if bone_name else obj.parent
-    while ancestor is not None and ancestor != parent:
-        ancestor = ancestor.parent
-    return ancestor is not None
-
-
-def _place_goal(obj, bone_name, world):
-    if bone_name:
-        obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
-    elif obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3"):
-        # Setting matrix_world needs the parent's evaluated mesh, which the original object does not hold ("Evaluated
-        # mesh is needed to solve parenting"): what it hangs from is read from where Blender shows it instead.
-        obj.matrix_basis = (obj.matrix_world @ obj.matrix_basis.inverted_safe()).inverted_safe() @ world
-    else:
-        obj.matrix_world = world
-
-
-def _solve_turns(chain, solve):
-    """How far a solve for the goals as they are would turn each chain bone from its pose now: [(bone, radians)]."""
-    turns = []
-    for pose_bone, rotation in zip(chain.pose_bones, solve.rotations[0]):
-        difference = (Matrix(rotation).transposed() @ channel_rotation(pose_bone)).to_quaternion()
-        turns.append((pose_bone.name, min(difference.angle, 2.0 * math.pi - difference.angle)))
-    return turns
-
-
-def _turn_hint(chain, spec, solve, turns):
-    """Why a solve would turn the chain from the pose its target was snapped to, and what keeps the pose."""
-    name, angle = max(turns, key=lambda turn: turn[1])
-    joints = solve.solution.joints[0]
-    off = math.dist(chain.pose_bones[1].head, joints[1])
-    reach = sum(math.dist(joints[i], joints[i + 1]) for i in range(3))
-    scene = bpy.context.scene
-    if off > POSE_TOLERANCE * reach:
-        where = {"PARENT": "outside the plane the chain's parent carries (Bend Plane: Follow Parent)",
-                 "TARGET": "outside the target's up axis' plane (Bend Plane: Target Axis)",
-                 "POLE": "toward another side than the pole"}[spec.plane]
-        keep = "Place Pole" + (" again" if spec.plane == "POLE" else "")
-        return (f"it bends {where} or to the other side than its Bend setting, and a solve would move the middle "
-                f"joint by {distance_text(scene, chain.armature, off)}: {keep} keeps this bend")
-    last = name == chain.names[2]
-    keep = ("; set Roll to a target axis to keep the last bone's" if last and spec.roll_axis == "NONE" else "")
-    return (f"a solve would turn '{name}' by {math.degrees(angle):.3g}° about its length (each bone keeps its rest "
-            f"roll about the bend plane{keep})")
-
-
 class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
     """Move the chain's target to its tip, its up axis along the last bone, so that solving leaves the chain as it is
     posed now: a pose made by turning the bones (FK), taken over by the target (IK). With Auto Keying on, key it"""
@@ -616,25 +495,25 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
                 raise ChainError(f"Chains '{owners[goal]}' and '{spec.label}' have the same target "
                                  f"'{goal_label(spec.target, spec.target_bone)}', which cannot be at both tips")
             owners[goal] = spec.label
-            problem = _snap_problem(spec.target, spec.target_bone)
+            problem = snap.snap_problem(spec.target, spec.target_bone)
             if problem is not None:
                 raise ChainError(problem, spec.label)
             snaps.append((spec, chain))
-        before = [{path: getattr(owner, path)[:] for path in _GOAL_CHANNELS}
-                  for owner in (_goal_owner(spec.target, spec.target_bone) for spec, _ in snaps)]
+        before = [{path: getattr(owner, path)[:] for path in snap.GOAL_CHANNELS}
+                  for owner in (snap.goal_owner(spec.target, spec.target_bone) for spec, _ in snaps)]
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
             try:
-                worlds = [_snapped_world(armature, chain.names[2], Matrix(goal_world(spec.target, spec.target_bone)),
+                worlds = [snap.snapped_world(armature, chain.names[2], Matrix(goal_world(spec.target, spec.target_bone)),
                                          spec.up_axis, spec.roll_axis) for spec, chain in snaps]
                 # A goal that hangs from another snapped goal (a finger's control under the hand's) is placed once that
                 # one has moved and Blender has evaluated it: placed before, it would be carried off its tip.
                 goals = [(spec.target, spec.target_bone) for spec, _ in snaps]
-                depths = [sum(_hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
+                depths = [sum(snap.hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
                 for depth in sorted(set(depths)):
                     for goal, world, at in zip(goals, worlds, depths):
                         if at == depth:
-                            _place_goal(*goal, world)
+                            snap.place_goal(*goal, world)
                     evaluate_now()
                 for spec, chain in snaps:
                     solve = solve_current(chain, spec)
@@ -648,7 +527,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
                     solves.append(solve)
             except ChainError:
                 for (spec, _), values in zip(snaps, before):
-                    owner = _goal_owner(spec.target, spec.target_bone)
+                    owner = snap.goal_owner(spec.target, spec.target_bone)
                     for path, value in values.items():
                         setattr(owner, path, value)
                 evaluate_now()
@@ -659,9 +538,9 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
     def _report(self, context, snaps, solves):
         notes, warn = [], False
         for (spec, chain), solve in zip(snaps, solves):
-            turns = _solve_turns(chain, solve)
+            turns = snap.solve_turns(chain, solve)
             if max(angle for _, angle in turns) > ANGLE_TOLERANCE:
-                notes.append(f"chain '{spec.label}': {_turn_hint(chain, spec, solve, turns)}")
+                notes.append(f"chain '{spec.label}': {snap.turn_hint(chain, spec, solve, turns)}")
                 warn = True
         try:
             keyed = _auto_key_goals(context, [(spec.target, spec.target_bone) for spec, _ in snaps])
@@ -676,7 +555,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         # unkeyed: the keys put the target back.
         frame = None if keyed is None else context.scene.frame_current_final
         kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
-                if _keyed(spec.target, spec.target_bone, frame)]
+                if snap.held_by_keys(spec.target, spec.target_bone, frame)]
         if kept:
             warn = True
             why = ("or snap with Auto Keying on" if not context.scene.tool_settings.use_keyframe_insert_auto else
@@ -690,21 +569,6 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         if not warn:
             done += ": solving keeps the pose" if len(snaps) == 1 else ": solving keeps their pose"
         self.report({"WARNING" if warn else "INFO"}, "; ".join([done] + notes))
-
-
-def _keyed(obj, bone_name, frame=None):
-    """Whether keys (of the action or an NLA strip) place the goal: a move is lost at the next frame change.
-    ``frame`` (scene time; after Auto Keying keyed the goal there): only the action's keys that play another value
-    there than the goal has count."""
-    owner = _goal_owner(obj, bone_name)
-    if frame is not None and obj.animation_data is not None and obj.animation_data.use_tweak_mode:
-        # The tweaked strip's action plays in the strip's time.
-        frame = obj.animation_data.nla_tweak_strip_time_to_scene(frame, invert=True)
-    return any(where != keys.DRIVEN and not keys.is_muted(fcurve) and keys.has_points(fcurve)
-               and (frame is None or not where and not math.isclose(
-                   fcurve.evaluate(frame), getattr(owner, fcurve.data_path.rsplit(".", 1)[-1])[fcurve.array_index],
-                   rel_tol=1e-5, abs_tol=1e-6))
-               for fcurve, where in keys.played_channels(obj, _goal_channels(obj, bone_name)))
 
 
 class BLENDER_IK_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
@@ -1034,25 +898,6 @@ def _movable_pole(armature, chain_settings, pole):
     return not _refers_to(armature, pole, native_rig.helper_bones(armature, props.rig_key(chain_settings)))
 
 
-def pole_offset(chain, heads, length):
-    """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
-    from the base→wrist line to about the chain's length (for a straight chain, toward the side it would bend
-    to as posed now)."""
-    axis = heads[2] - heads[0]
-    axis_length = np.linalg.norm(axis)
-    axis = axis / axis_length if axis_length > 1e-9 * length else np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
-    middle = heads[1] - heads[0]
-    side = middle - axis * np.dot(middle, axis)
-    if np.linalg.norm(side) <= 1e-6 * length:
-        # Straight: no middle joint to go by, but each bone carries its rest bend-plane normal, so the first bone's
-        # pose gives the plane it is in now (a Target Axis plane, an Away bend's flipped one), not the rest plane.
-        first_rotation = np.array(chain.pose_bones[0].matrix.to_3x3().normalized())
-        normal = first_rotation @ chain.rest_normals[0]
-        side = np.cross(normal, axis)
-    side /= np.linalg.norm(side)
-    return axis * np.dot(middle, axis) + side * length
-
-
 class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
     """Put the active chain's pole where its middle joint is now, pushed out from the base-wrist line by about
     the chain's length, and switch the chain to Pole mode, so that switching does not move the chain"""
@@ -1069,7 +914,7 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
         world = np.array(armature.matrix_world)
         length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
-        pole_point = heads[0] + pole_offset(chain, heads, length)
+        pole_point = heads[0] + snap.pole_offset(chain, heads, length)
         matrix = Matrix.Translation(tuple(world[:3, :3] @ pole_point + world[:3, 3]))
         pole = chain_settings.pole
         if not _movable_pole(armature, chain_settings, pole):
