@@ -15,7 +15,7 @@ from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, CouplingReade
                     goal_constraint_targets, goal_label, goal_world, hangs_below, pose_chain,
                     posers, posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation,
                     shows_pose, solve_current, verify_goals, verify_pose, write_rotations)
-from .report import distance_text
+from .report import compact_frames, distance_text, frame_span
 from .sampling import check_no_animated_posers
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -473,6 +473,49 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
 
     chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ACTIVE",
                                    description="Which chains' targets to snap")
+    # SKIP_SAVE: the panel's Snap Target snaps the current frame whatever the last call did; a new range offers the
+    # scene's.
+    frames: bpy.props.EnumProperty(
+        name="Frames", default="CURRENT", options={"SKIP_SAVE"},
+        items=[("CURRENT", "Current Frame", "Move the target to the tip at the current frame"),
+               ("RANGE", "Frame Range", "Key the target at the tip on every frame of a range, following the bones' "
+                                        "animation (FK to IK); a Pole chain's pole too")],
+        description="Snap the current frame, or key a frame range")
+    frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
+                                       description="First frame to key (default: the scene or preview range)")
+    frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
+                                     description="Last frame to key (default: the scene or preview range)")
+    step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000,
+                                description="Key every n-th frame (and the last)")
+    interpolation: bpy.props.EnumProperty(
+        name="Interpolation", default="BEZIER",
+        items=[("BEZIER", "Bezier", "Smooth curves through the keys, as Blender's own keying makes them"),
+               ("LINEAR", "Linear", "Straight lines between the keys"),
+               ("CONSTANT", "Constant", "Hold each key until the next")],
+        description="Interpolation of the new keys")
+
+    def _fill_range(self, context):
+        start, end = bake.scene_range(context.scene)
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = end
+
+    def invoke(self, context, event):
+        if self.frames != "RANGE":
+            return self.execute(context)
+        self._fill_range(context)
+        return context.window_manager.invoke_props_dialog(self)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "frames")
+        ranged = layout.column()
+        ranged.active = self.frames == "RANGE"
+        for name in ("frame_start", "frame_end", "step", "interpolation"):
+            ranged.prop(self, name)
+        layout.prop(self, "chains")
 
     def run(self, context, armature):
         evaluate_now()
@@ -482,6 +525,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
             raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
                              f"{'have' if len(built) > 1 else 'has'} a built rig, which poses the chain from its "
                              "target: remove the rig to snap the target to a pose of the bones")
+        ranged = self.frames == "RANGE"
         snaps, owners = [], {}
         for chain_settings in chosen:
             spec = props.chain_spec(chain_settings)
@@ -490,15 +534,21 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
                 check_target(chain, spec)
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
-            goal = (spec.target.as_pointer(), spec.target_bone)
-            if goal in owners:
-                raise ChainError(f"Chains '{owners[goal]}' and '{spec.label}' have the same target "
-                                 f"'{goal_label(spec.target, spec.target_bone)}', which cannot be at both tips")
-            owners[goal] = spec.label
-            problem = snap.snap_problem(spec.target, spec.target_bone)
-            if problem is not None:
-                raise ChainError(problem, spec.label)
+            # Over a range a Pole chain's pole is keyed too (where Place Pole puts it on each frame).
+            for role, obj, bone_name in spec.goals()[:2 if ranged else 1]:
+                goal = (obj.as_pointer(), bone_name)
+                if goal in owners:
+                    raise ChainError(f"Chains '{owners[goal][0]}' and '{spec.label}' have the same "
+                                     f"{'target' if role == owners[goal][1] == 'target' else 'goal'} "
+                                     f"'{goal_label(obj, bone_name)}', which cannot be at both "
+                                     f"{'tips' if role == owners[goal][1] == 'target' else 'places'}")
+                owners[goal] = spec.label, role
+                problem = snap.snap_problem(obj, bone_name, role)
+                if problem is not None:
+                    raise ChainError(problem, spec.label)
             snaps.append((spec, chain))
+        if ranged:
+            return self._snap_range(context, armature, snaps, owners)
         before = [{path: getattr(owner, path)[:] for path in snap.GOAL_CHANNELS}
                   for owner in (snap.goal_owner(spec.target, spec.target_bone) for spec, _ in snaps)]
         solves = []
@@ -533,6 +583,53 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
                 evaluate_now()
                 raise
         self._report(context, snaps, solves)
+        return {"FINISHED"}
+
+    def _snap_range(self, context, armature, snaps, owners):
+        self._fill_range(context)
+        start, end = self.frame_start, self.frame_end
+        if end < start:
+            raise ChainError(f"The frame range is empty: start {start} is after end {end}")
+        limits = context.scene.bl_rna.properties["frame_current"]
+        if start < limits.hard_min or end > limits.hard_max:
+            raise ChainError(f"Frames {frame_span(start, end)} go beyond Blender's frame limits ({limits.hard_min} "
+                             f"to {limits.hard_max}); snap a range inside them")
+        # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
+        snapped = {spec.label for spec, _ in snaps}
+        for owner in [armature] + [obj for obj in context.scene.objects if obj != armature and obj.type == "ARMATURE"
+                                   and obj.library is None and len(obj.blender_ik.chains)]:
+            for chain_settings in owner.blender_ik.chains:
+                spec = props.chain_spec(chain_settings)
+                if owner == armature and spec.label in snapped:
+                    continue
+                for role, obj, bone_name in spec.goals():
+                    user = None if obj is None else owners.get((obj.as_pointer(), bone_name))
+                    if user is not None:
+                        raise ChainError(f"The {user[1]} '{goal_label(obj, bone_name)}' is also the {role} of chain "
+                                         f"'{spec.label}'{'' if owner == armature else f' of {owner.name!r}'}, which "
+                                         "its keys would move too; give each chain its own", user[0])
+        frames = list(range(start, end + 1, self.step))
+        if frames[-1] != end:
+            frames.append(end)
+        window_manager = context.window_manager
+        window_manager.progress_begin(0, 100)
+        try:
+            with runtime.paused():  # Live solves from the keyed goals after the operator, not halfway through it
+                result = snap.snap_range(context.scene, armature, snaps, frames, self.interpolation,
+                                         lambda done, total: window_manager.progress_update(100 * done / total))
+        finally:
+            window_manager.progress_end()
+        goals = [goal.label for goal in result.goals]
+        what = (f"{'target' if len(goals) == 1 else 'goals'} {', '.join(map(repr, goals))}" if len(goals) <= 3 else
+                f"the goals of {len(snaps)} chains")
+        done = f"Keyed {what} on frames {frame_span(start, end)} ({len(frames)} key{'s' if len(frames) > 1 else ''})"
+        if not result.turned:
+            self.report({"INFO"}, f"{done}: solving keeps the pose on every frame")
+            return {"FINISHED"}
+        notes = [f"chain '{label}': a solve turns the pose on frame {at[0]} ({why})" if len(at) == 1 else
+                 f"chain '{label}': a solve turns the pose on frames {compact_frames(at, 40)}, most at frame "
+                 f"{worst_frame} ({why})" for label, at, _, worst_frame, why in result.turned]
+        self.report({"WARNING"}, "; ".join([done] + notes))
         return {"FINISHED"}
 
     def _report(self, context, snaps, solves):

@@ -5,12 +5,12 @@ import math
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Matrix, Vector
 
-from . import keys
-from .chain import (AXES, POSE_TOLERANCE, bone_path, channel_rotation, goal_label, hangs_below, moving_constraints,
-                    rotation_path)
-from .report import distance_text
+from . import keys, rotations
+from .chain import (ANGLE_TOLERANCE, AXES, POSE_TOLERANCE, ChainError, bone_path, channel_rotation, evaluate_now,
+                    goal_label, goal_world, hangs_below, moving_constraints, rotation_path, shows_pose, solve_current)
+from .report import compact_frames, distance_text
 
 
 # The channels that place a goal. Snap Target sets the location and rotation (the scale is kept); all are put back as
@@ -42,13 +42,15 @@ def snap_problem(obj, bone_name, role="target"):
     if placing:
         return (f"The {role} '{label}' is placed by its constraints ({', '.join(placing)}), which would take it off "
                 "the tip again; mute them, or snap what they follow")
+    turned = role != "pole"  # a pole is only moved
     locked = [f"{what} {axis}" for what, flags in (("location", owner.lock_location), ("rotation", owner.lock_rotation))
-              for axis, flag in zip("XYZ", flags) if flag]
-    if owner.rotation_mode in ("QUATERNION", "AXIS_ANGLE") and owner.lock_rotations_4d and owner.lock_rotation_w:
+              for axis, flag in zip("XYZ", flags) if flag and (turned or what == "location")]
+    if (turned and owner.rotation_mode in ("QUATERNION", "AXIS_ANGLE") and owner.lock_rotations_4d
+            and owner.lock_rotation_w):
         locked.append("rotation W")
     if locked:
-        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap moves and "
-                "turns it)")
+        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap "
+                f"{'moves and turns' if turned else 'moves'} it)")
     bone = obj.data.bones[bone_name] if bone_name else None
     if bone is not None and bone.use_connect and bone.parent is not None:
         return (f"The {role} '{label}' is connected to its parent '{bone.parent.name}', whose tail holds its head: it "
@@ -166,3 +168,221 @@ def pole_offset(chain, heads, length):
         side = np.cross(normal, axis)
     side /= np.linalg.norm(side)
     return axis * np.dot(middle, axis) + side * length
+
+
+# What a range snap keys on an object goal goes in this group, as Blender's own keying of an object's transforms.
+_OBJECT_GROUP = "Object Transforms"
+
+
+class _Goal:
+    """One goal a range snap keys: a chain's target (moved and turned) or its pole (moved)."""
+
+    def __init__(self, role, obj, bone_name, spec, chain):
+        self.role, self.obj, self.bone_name, self.spec, self.chain = role, obj, bone_name, spec, chain
+        self.owner = goal_owner(obj, bone_name)
+        self.mode = self.owner.rotation_mode
+        paths = ["location"] + ([rotation_path(self.mode)] if role == "target" else [])
+        prefix = bone_path(bone_name, "") if bone_name else ""
+        self.paths = [prefix + path for path in paths]
+        group = bone_name or _OBJECT_GROUP
+        self.channels = [(prefix + path, index, group) for path in paths
+                         for index in range(3 if path == "location" or self.mode not in ("QUATERNION", "AXIS_ANGLE")
+                                            else 4)]
+        self.label = goal_label(obj, bone_name)
+        self.placed = []  # the world matrix placed on each frame
+
+    def read(self):
+        """The channels' values as placed: location, and a target's rotation in its mode."""
+        values = tuple(self.owner.location)
+        return values + tuple(getattr(self.owner, rotation_path(self.mode))) if self.role == "target" else values
+
+
+def range_problems(scene, goals):
+    """Why keys of ``goals`` (``(object, [data paths])``) over a frame range would not be kept or would not play as
+    written, as sentences (see keys.py); the first is the one to refuse with."""
+    problems = []
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        problems.append(f"The scene remaps time (Time Stretching {scene.render.frame_map_old} -> "
+                        f"{scene.render.frame_map_new}), so keys would play at other frames than they were made for; "
+                        "set Time Stretching Old and New to the same value (Output properties)")
+    for obj, paths, frame_range in goals:
+        name = f"'{obj.name}'"
+        problems += [f"{name}: {problem}" for problem in keys.playback_problems(obj)]
+        problem = keys.action_problem(obj) or keys.span_problem(obj, paths, frame_range)
+        if problem:
+            problems.append(f"{name}: {problem}")
+        others = keys.other_users(obj)
+        if others:
+            problems.append(f"The action '{obj.animation_data.action.name}' of {name} is also played by "
+                            f"{', '.join(map(repr, others))}, whose animation the new keys would change too; give "
+                            f"{name} its own action")
+        problems += [f"{name}: the F-curve {path.rsplit('.', 1)[-1]} {reason}"
+                     for path, reason in keys.mode_problems(obj, paths, frame_range)]
+        problems += [f"The F-curve {path}[{index}] of {name} {reason}"
+                     for path, index, reason in keys.channel_problems(obj, paths)
+                     + keys.output_problems(obj, paths, False, frame_range)]
+    return problems
+
+
+def _pole_world(armature, chain, world):
+    """Where Place Pole puts a pole whose world matrix is ``world`` for the chain as posed now: moved, not turned."""
+    heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
+    length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
+    point = heads[0] + pole_offset(chain, heads, length)
+    moved = world.copy()
+    moved.translation = armature.matrix_world @ Vector(point.tolist())
+    return moved
+
+
+def _turned_like(reference, world):
+    """``world``'s position and scale, with the rotation of ``reference`` (the goal as placed on the frame before): a
+    target's twist about its up axis then follows the bone from frame to frame instead of flipping where the bone
+    points against the goal's unkeyed orientation."""
+    rotation = reference.to_3x3().normalized()
+    scaled = rotation @ Matrix.Diagonal(world.to_3x3().to_scale())
+    matrix = scaled.to_4x4()
+    matrix.translation = world.translation
+    return matrix
+
+
+class RangeSnap:
+    """What a range snap did: the frames keyed, and per chain ``(label, frames a solve turns the pose, worst turn
+    in radians, its frame, why)`` for those whose pose a solve does not keep."""
+
+    def __init__(self, frames, goals):
+        self.frames, self.goals, self.turned = frames, goals, []
+
+
+def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=None):
+    """Key the goals of ``snaps`` (``[(spec, chain)]``, validated, their goals free to move: see :func:`snap_problem`)
+    on each of ``frames`` (whole, increasing; the range they span is replaced) where Snap Target puts them on that
+    frame: each target at its chain's tip as Blender plays the chain there, its up axis along the last bone (its twist
+    the least turn from the frame before, or toward the bone's Z with a Roll axis); a Pole chain's pole where Place
+    Pole puts it, moved only. Keys of those channels outside the range are kept, and the goals' other channels too.
+
+    Then plays every keyed frame and checks that Blender shows each target on its tip and each pole where it was put;
+    where not, every key and channel is put back as it was and ChainError says where. Returns a :class:`RangeSnap`."""
+    goals = []
+    for spec, chain in snaps:
+        goals.append(_Goal("target", spec.target, spec.target_bone, spec, chain))
+        if spec.plane == "POLE":
+            goals.append(_Goal("pole", spec.pole, spec.pole_bone, spec, chain))
+    pairs = [(goal.obj, goal.bone_name) for goal in goals]
+    depths = [sum(hangs_from(*pair, other) for other in pairs if other != pair) for pair in pairs]
+    by_object = {}
+    for goal in goals:
+        by_object.setdefault(goal.obj.as_pointer(), []).append(goal)
+    frame_range = (int(frames[0]), int(frames[-1]))
+    problems = range_problems(scene, [(group[0].obj, [path for goal in group for path in goal.paths], frame_range)
+                                      for group in by_object.values()])
+    if problems:
+        raise ChainError(problems[0])
+    current = scene.frame_current, scene.frame_subframe
+    before = [{path: getattr(goal.owner, path)[:] for path in GOAL_CHANNELS} for goal in goals]
+    total = 2 * len(frames)
+    values = [[] for _ in goals]
+    snapshots, written = {}, False
+    try:
+        for index, frame in enumerate(frames):
+            scene.frame_set(int(frame))
+            for depth in sorted(set(depths)):
+                for goal, values_of, at in zip(goals, values, depths):
+                    if at != depth:
+                        continue
+                    world = Matrix(goal_world(goal.obj, goal.bone_name))
+                    if goal.role == "pole":
+                        world = _pole_world(armature, goal.chain, world)
+                    else:
+                        if goal.placed:
+                            world = _turned_like(goal.placed[-1], world)
+                        world = snapped_world(armature, goal.chain.names[2], world, goal.spec.up_axis,
+                                              goal.spec.roll_axis)
+                    place_goal(goal.obj, goal.bone_name, world)
+                    goal.placed.append(world)
+                evaluate_now()
+                for goal, values_of, at in zip(goals, values, depths):
+                    if at == depth:
+                        values_of.append(goal.read())
+            if progress is not None:
+                progress(index + 1, total)
+        for goal, values_of, saved in zip(goals, values, before):
+            for path, value in saved.items():
+                setattr(goal.owner, path, value)
+        keyed_frames = np.asarray(frames, dtype=np.float64)
+        for group in by_object.values():
+            obj = group[0].obj
+            snapshots[obj.as_pointer()] = obj, keys.snapshot_channels(obj, [path for goal in group
+                                                                            for path in goal.paths])
+        for group in by_object.values():
+            channels, columns = [], []
+            for goal in group:
+                table = np.array(values[goals.index(goal)], dtype=np.float64)
+                if goal.role == "target":  # continuous over the frames: no Euler jump, one quaternion hemisphere
+                    rotation = table[:, 3:]
+                    table[:, 3:] = rotations.matrices_to_channels(rotations.channels_to_matrix(rotation, goal.mode),
+                                                                  goal.mode, rotation[0])
+                channels += goal.channels
+                columns.append(table)
+            written = True
+            keys.write_keys(group[0].obj, channels, keyed_frames, np.concatenate(columns, axis=1), interpolation,
+                            replace=frame_range)
+        result = RangeSnap(frames, goals)
+        _check_played(scene, armature, goals, frames, result, progress, total)
+        return result
+    except BaseException:
+        if written:
+            for obj, snapshot in snapshots.values():
+                keys.restore_channels(obj, snapshot)
+        for goal, saved in zip(goals, before):
+            for path, value in saved.items():
+                setattr(goal.owner, path, value)
+        raise
+    finally:
+        for _, snapshot in snapshots.values():
+            keys.discard_snapshot(snapshot)
+        scene.frame_set(current[0], subframe=current[1])
+
+
+def _check_played(scene, armature, goals, frames, result, progress, total):
+    """Play each keyed frame: refuse (ChainError) where Blender does not show a target on its tip or a pole where it
+    was put; note in ``result.turned`` the chains whose pose a solve would not keep, and on which frames."""
+    chains = {}
+    for goal in goals:
+        chains.setdefault(goal.spec, goal.chain)
+    missed, turned = {}, {spec: [] for spec in chains}
+    worst = {}
+    for index, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        for goal in goals:
+            if goal.role != "pole":
+                continue
+            world = Matrix(goal_world(goal.obj, goal.bone_name))
+            off = (world.translation - goal.placed[index].translation).length / armature.matrix_world.median_scale
+            if off > POSE_TOLERANCE * float(np.sum(np.linalg.norm(goal.chain.links, axis=-1))):
+                entry = missed.setdefault(goal.label, ["pole", goal.spec, 0.0, 0.0, []])
+                entry[2] = max(entry[2], off)
+                entry[4].append(frame)
+        for spec, chain in chains.items():
+            solve = solve_current(chain, spec)
+            distance, angle, shown = shows_pose(chain, solve.solution)
+            if not shown:
+                entry = missed.setdefault(goal_label(spec.target, spec.target_bone), ["target", spec, 0.0, 0.0, []])
+                entry[2], entry[3] = max(entry[2], distance), max(entry[3], angle)
+                entry[4].append(frame)
+                continue
+            turns = solve_turns(chain, solve)
+            name, angle = max(turns, key=lambda turn: turn[1])
+            if angle > ANGLE_TOLERANCE:
+                turned[spec].append(frame)
+                if angle > worst.get(spec, (0.0,))[0]:
+                    worst[spec] = angle, frame, turn_hint(chain, spec, solve, turns)
+        if progress is not None:
+            progress(len(frames) + index + 1, total)
+    for label, (role, spec, distance, angle, at) in missed.items():
+        away = distance_text(scene, armature, distance)
+        what = f"{away} from the tip (its up axis {math.degrees(angle):.3g}° off the bone)" if role == "target" else (
+            f"{away} from where it was put")
+        raise ChainError(f"Blender plays the keyed {role} '{label}' {what} on frames {compact_frames(at, 60)}: what it "
+                         "hangs from turns or scales it unevenly, or other keys play over it; nothing was changed",
+                         spec.label)
+    result.turned = [(spec.label, turned[spec], *worst[spec]) for spec in chains if turned[spec]]

@@ -113,7 +113,8 @@ class VIEW3D_PT_blender_ik(bpy.types.Panel):
             layout.label(text="The last bone points along this axis already: pick another one to roll it", icon="ERROR")
         row = layout.row(align=True)
         row.operator("blender_ik.add_target", icon="EMPTY_SINGLE_ARROW")
-        row.operator("blender_ik.snap_target", icon="SNAP_ON")
+        # The chain's own: not the last run's choice, which the Bake panel's Snap Targets may have made All.
+        row.operator("blender_ik.snap_target", icon="SNAP_ON").chains = "ACTIVE"
         row.prop(chain_settings, "live", toggle=True, icon="PAUSE" if chain_settings.live else "PLAY")
         rig = rig_state(armature, chain_settings)
         row = layout.row(align=True)
@@ -178,6 +179,12 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
             if samples:  # else Blender gives the button the last run's interpolation, which samples may refuse
                 operator.interpolation = "LINEAR"
             operator.chains = which
+        # The other way: the targets keyed where the chains' tips are, following the bones' animation (FK to IK).
+        row = layout.row(align=True)
+        for which, text in (("ALL", f"Snap Targets {frame_span(start, end)}"), ("ACTIVE", "Active")):
+            operator = row.operator("blender_ik.snap_target", icon="SNAP_ON" if which == "ALL" else "NONE", text=text)
+            operator.frames, operator.frame_start, operator.frame_end = "RANGE", start, end
+            operator.step, operator.chains = 1 if samples else settings.bake_step, which
 
 
 classes = (BLENDER_IK_UL_chains, VIEW3D_PT_blender_ik, VIEW3D_PT_blender_ik_bake)

@@ -120,8 +120,9 @@ def test_panels_draw(blender, state):
     assert ("target_bone" in drawn) == (state == "bone_target")
     operators = {name for kind, name in log if kind == "operator"}
     expected = ALL_OPERATORS | ({"blender_ik.remove_rig"} if state.startswith("rig_") else set())
-    assert operators == expected - ({"blender_ik.add_target", "blender_ik.place_pole", "blender_ik.snap_target",
-                                     "blender_ik.build_rig"} if state == "no_chains" else set())
+    # (the Bake panel's Snap Targets is there with no chain too, as its Bake All is)
+    assert operators == expected - ({"blender_ik.add_target", "blender_ik.place_pole", "blender_ik.build_rig"}
+                                    if state == "no_chains" else set())
     labels = " ".join(name for kind, name in log if kind == "label")
     icons = {icon for kind, icon in log if kind == "icon"}
     if state == "pole_solved":
@@ -171,6 +172,40 @@ def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output, rememb
     curve = keys.find_fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 0)
     points = curve.sampled_points if output == "SAMPLES" else curve.keyframe_points
     assert [point.co[0] for point in points] == list(range(1, 10, button.step))
+
+
+def test_the_snap_target_buttons_snap_what_they_show(blender, monkeypatch):
+    """The Bake panel's Snap Targets keys the targets over the panel's range and step, whatever the last run left; the
+    chain's own Snap Target snaps the active chain at the current frame, even after Snap Targets ran on All."""
+    bpy = blender
+    from blender_ik_addon import keys, ui
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone, settings.target = "b3", add_empty(location=(0.8, 0.2, 1.0))
+    settings.bake_use_scene_range, settings.bake_frame_start, settings.bake_frame_end = False, 1, 9
+    settings.bake_step = 2
+    buttons = []
+    make = FakeLayout.operator
+    monkeypatch.setattr(FakeLayout, "operator", lambda self, idname, **kwargs: buttons.append(
+        (idname, make(self, idname, **kwargs))) or buttons[-1][1])
+    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
+    ui.VIEW3D_PT_blender_ik_bake.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])), context)
+    ui.VIEW3D_PT_blender_ik.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])), context)
+    snaps = [vars(button) for idname, button in buttons if idname == "blender_ik.snap_target"]
+    assert [button["chains"] for button in snaps] == ["ALL", "ACTIVE", "ACTIVE"]
+    ranged, own = snaps[0], snaps[2]
+    assert (ranged["frames"], ranged["frame_start"], ranged["frame_end"], ranged["step"]) == ("RANGE", 1, 9, 2)
+    assert "frames" not in own  # its default, the current frame (never the last run's: SKIP_SAVE)
+    given = {name: value for name, value in ranged.items() if name != "rna"}
+    assert bpy.ops.blender_ik.snap_target(**{"interpolation": "CONSTANT", "step": 3, **given}) == {"FINISHED"}
+    assert [point.co[0] for point in keys.find_fcurve(settings.target, "location", 0).keyframe_points] == [1, 3, 5, 7, 9]
+    settings.target.animation_data_clear()
+    settings.target.location = (0.5, 0.5, 0.5)
+    assert bpy.ops.blender_ik.snap_target(**{name: value for name, value in own.items() if name != "rna"}) == {
+        "FINISHED"}
+    assert settings.target.animation_data is None  # one frame, Auto Keying off: no keys
+    assert (settings.target.matrix_world.translation - obj.matrix_world @ obj.pose.bones["b3"].tail).length < 1e-6
 
 
 @pytest.mark.parametrize("output", ["KEYS", "SAMPLES"])
