@@ -554,8 +554,9 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
             try:
-                worlds = [snap.snapped_world(armature, chain.names[2], Matrix(goal_world(spec.target, spec.target_bone)),
-                                         spec.up_axis, spec.roll_axis) for spec, chain in snaps]
+                worlds = [snap.snapped_world(armature, chain.names[2],
+                                             Matrix(goal_world(spec.target, spec.target_bone)), spec.up_axis,
+                                             spec.roll_axis) for spec, chain in snaps]
                 # A goal that hangs from another snapped goal (a finger's control under the hand's) is placed once that
                 # one has moved and Blender has evaluated it: placed before, it would be carried off its tip.
                 goals = [(spec.target, spec.target_bone) for spec, _ in snaps]

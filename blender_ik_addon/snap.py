@@ -157,7 +157,10 @@ def pole_offset(chain, heads, length):
     to as posed now)."""
     axis = heads[2] - heads[0]
     axis_length = np.linalg.norm(axis)
-    axis = axis / axis_length if axis_length > 1e-9 * length else np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
+    if axis_length > 1e-9 * length:
+        axis = axis / axis_length
+    else:
+        axis = np.array(chain.links[0]) / np.linalg.norm(chain.links[0])
     middle = heads[1] - heads[0]
     side = middle - axis * np.dot(middle, axis)
     if np.linalg.norm(side) <= 1e-6 * length:

@@ -199,7 +199,8 @@ def test_the_snap_target_buttons_snap_what_they_show(blender, monkeypatch):
     assert "frames" not in own  # its default, the current frame (never the last run's: SKIP_SAVE)
     given = {name: value for name, value in ranged.items() if name != "rna"}
     assert bpy.ops.blender_ik.snap_target(**{"interpolation": "CONSTANT", "step": 3, **given}) == {"FINISHED"}
-    assert [point.co[0] for point in keys.find_fcurve(settings.target, "location", 0).keyframe_points] == [1, 3, 5, 7, 9]
+    keyed = keys.find_fcurve(settings.target, "location", 0).keyframe_points
+    assert [point.co[0] for point in keyed] == [1, 3, 5, 7, 9]
     settings.target.animation_data_clear()
     settings.target.location = (0.5, 0.5, 0.5)
     assert bpy.ops.blender_ik.snap_target(**{name: value for name, value in own.items() if name != "rna"}) == {
