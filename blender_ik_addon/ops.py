@@ -76,6 +76,23 @@ class _ArmatureOperator:
             props.follow_renames(props.bone_datas(armature), moved=False)
 
 
+class _FrameRange:
+    """A frame range to act on, the scene's (or preview) range unless given. SKIP_SAVE: a new call offers the scene's
+    range, not the last call's."""
+
+    frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
+                                       description="First frame (default: the scene or preview range)")
+    frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
+                                     description="Last frame (default: the scene or preview range)")
+
+    def _fill_range(self, context):
+        start, end = bake.scene_range(context.scene)
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = end
+
+
 def _check_unique_names(armature):
     duplicate = props.duplicate_name(armature)
     if duplicate is not None:
@@ -464,7 +481,7 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
+class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operator):
     """Move the chain's target to its tip, its up axis along the last bone, so that solving leaves the chain as it is
     posed now: a pose made by turning the bones (FK), taken over by the target (IK). With Auto Keying on, key it"""
 
@@ -473,18 +490,13 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
 
     chains: bpy.props.EnumProperty(name="Chains", items=CHAINS_ITEMS, default="ACTIVE",
                                    description="Which chains' targets to snap")
-    # SKIP_SAVE: the panel's Snap Target snaps the current frame whatever the last call did; a new range offers the
-    # scene's.
+    # SKIP_SAVE: the panel's Snap Target snaps the current frame whatever the last call did.
     frames: bpy.props.EnumProperty(
         name="Frames", default="CURRENT", options={"SKIP_SAVE"},
         items=[("CURRENT", "Current Frame", "Move the target to the tip at the current frame"),
                ("RANGE", "Frame Range", "Key the target at the tip on every frame of a range, following the bones' "
                                         "animation (FK to IK); a Pole chain's pole too")],
         description="Snap the current frame, or key a frame range")
-    frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
-                                       description="First frame to key (default: the scene or preview range)")
-    frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
-                                     description="Last frame to key (default: the scene or preview range)")
     step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000,
                                 description="Key every n-th frame (and the last)")
     interpolation: bpy.props.EnumProperty(
@@ -493,13 +505,6 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, bpy.types.Operator):
                ("LINEAR", "Linear", "Straight lines between the keys"),
                ("CONSTANT", "Constant", "Hold each key until the next")],
         description="Interpolation of the new keys")
-
-    def _fill_range(self, context):
-        start, end = bake.scene_range(context.scene)
-        if not self.properties.is_property_set("frame_start"):
-            self.frame_start = start
-        if not self.properties.is_property_set("frame_end"):
-            self.frame_end = end
 
     def invoke(self, context, event):
         if self.frames != "RANGE":
@@ -1488,17 +1493,12 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     return result
 
 
-class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
+class BLENDER_IK_OT_bake(_ArmatureOperator, _FrameRange, bpy.types.Operator):
     """Bake the chains' IK to rotation keyframes over a frame range (keys outside the range are kept)"""
 
     bl_idname = "blender_ik.bake"
     bl_label = "Bake IK"
 
-    # SKIP_SAVE: a new bake offers the scene's range, not the last bake's.
-    frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
-                                       description="First frame to bake (default: the scene or preview range)")
-    frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
-                                     description="Last frame to bake (default: the scene or preview range)")
     step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000, description="Key every n-th frame")
     interpolation: bpy.props.EnumProperty(
         name="Interpolation", default="LINEAR",
@@ -1514,13 +1514,6 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, bpy.types.Operator):
         name="Key Shared Action", default=False, options={"SKIP_SAVE"},
         description="Key the armature's action even when other objects play it too (their animation changes "
                     "with it)")
-
-    def _fill_range(self, context):
-        start, end = bake.scene_range(context.scene)
-        if not self.properties.is_property_set("frame_start"):
-            self.frame_start = start
-        if not self.properties.is_property_set("frame_end"):
-            self.frame_end = end
 
     def invoke(self, context, event):
         self._fill_range(context)

@@ -78,6 +78,29 @@ def draw_panels(bpy, obj):
     return log
 
 
+def arm_for_the_bake_panel(bpy, output="KEYS"):
+    """The arm, active, its chain reaching for an Empty; the Bake panel set to frames 1-9, step 2, ``output``."""
+    obj = build_arm()
+    bpy.context.view_layer.objects.active = obj
+    settings = obj.blender_ik
+    settings.tip_bone, settings.target = "b3", add_empty(location=(0.8, 0.2, 1.0))
+    settings.bake_use_scene_range, settings.bake_frame_start, settings.bake_frame_end = False, 1, 9
+    settings.bake_step, settings.bake_output = 2, output
+    return obj
+
+
+def panel_buttons(bpy, monkeypatch, obj, *panels):
+    """The operator buttons ``panels`` draw for armature ``obj``, in order: (idname, the properties the button sets)."""
+    buttons = []
+    make = FakeLayout.operator
+    monkeypatch.setattr(FakeLayout, "operator", lambda self, idname, **kwargs: buttons.append(
+        (idname, make(self, idname, **kwargs))) or buttons[-1][1])
+    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
+    for panel in panels:
+        panel.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])), context)
+    return buttons
+
+
 ALL_OPERATORS = {"blender_ik.solve", "blender_ik.add_target", "blender_ik.bake", "blender_ik.chain_add",
                  "blender_ik.chain_remove", "blender_ik.chain_move", "blender_ik.chains_from_selected",
                  "blender_ik.chain_mirror", "blender_ik.place_pole", "blender_ik.snap_target", "blender_ik.build_rig"}
@@ -151,19 +174,8 @@ def test_the_bake_panel_bakes_what_it_shows(blender, monkeypatch, output, rememb
     Interpolation to change it)."""
     bpy = blender
     from blender_ik_addon import keys, ui
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
-    settings = obj.blender_ik
-    settings.tip_bone, settings.target = "b3", add_empty(location=(0.8, 0.2, 1.0))
-    settings.bake_use_scene_range, settings.bake_frame_start, settings.bake_frame_end = False, 1, 9
-    settings.bake_step, settings.bake_output = 2, output
-    buttons = []
-    make = FakeLayout.operator
-    monkeypatch.setattr(FakeLayout, "operator", lambda self, idname, **kwargs: buttons.append(
-        make(self, idname, **kwargs)) or buttons[-1])
-    ui.VIEW3D_PT_blender_ik_bake.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])),
-                                      types.SimpleNamespace(active_object=obj, scene=bpy.context.scene))
-    button = buttons[0]  # Bake All
+    obj = arm_for_the_bake_panel(bpy, output)
+    button = panel_buttons(bpy, monkeypatch, obj, ui.VIEW3D_PT_blender_ik_bake)[0][1]  # Bake All
     assert (button.output, button.step) == (output, 1 if output == "SAMPLES" else 2)
     # What Blender runs: the button's properties, the last run's for the ones it leaves unset.
     last_run = {"interpolation": remembered, "step": 3, "shared_action": False}
@@ -179,19 +191,9 @@ def test_the_snap_target_buttons_snap_what_they_show(blender, monkeypatch):
     chain's own Snap Target snaps the active chain at the current frame, even after Snap Targets ran on All."""
     bpy = blender
     from blender_ik_addon import keys, ui
-    obj = build_arm()
-    bpy.context.view_layer.objects.active = obj
+    obj = arm_for_the_bake_panel(bpy)
     settings = obj.blender_ik
-    settings.tip_bone, settings.target = "b3", add_empty(location=(0.8, 0.2, 1.0))
-    settings.bake_use_scene_range, settings.bake_frame_start, settings.bake_frame_end = False, 1, 9
-    settings.bake_step = 2
-    buttons = []
-    make = FakeLayout.operator
-    monkeypatch.setattr(FakeLayout, "operator", lambda self, idname, **kwargs: buttons.append(
-        (idname, make(self, idname, **kwargs))) or buttons[-1][1])
-    context = types.SimpleNamespace(active_object=obj, scene=bpy.context.scene)
-    ui.VIEW3D_PT_blender_ik_bake.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])), context)
-    ui.VIEW3D_PT_blender_ik.draw(types.SimpleNamespace(layout=FakeLayout(bpy, [])), context)
+    buttons = panel_buttons(bpy, monkeypatch, obj, ui.VIEW3D_PT_blender_ik_bake, ui.VIEW3D_PT_blender_ik)
     snaps = [vars(button) for idname, button in buttons if idname == "blender_ik.snap_target"]
     assert [button["chains"] for button in snaps] == ["ALL", "ACTIVE", "ACTIVE"]
     ranged, own = snaps[0], snaps[2]
