@@ -1,0 +1,32 @@
+"""Review 90: Snap Target over a frame range (FK to IK), as an animator converting an FK arm and a TD scripting it use
+it. Judged by what Blender plays: the keyed target on the tip on every frame, and a bake from it."""
+import pytest
+
+from test_snap_range import FRAMES, _goal_world, animated_in_fk, goal_off_tip, largest_turn, played_pose
+
+
+@pytest.mark.parametrize("hang, mode, scale", [("alone", "XYZ", (-1.0, 1.0, 1.0)),
+                                               ("alone", "QUATERNION", (-1.0, -1.0, -1.0)),
+                                               ("own bone", "AXIS_ANGLE", (1.0, -2.0, 1.0)),
+                                               ("own bone", "ZXY", (-1.0, 1.0, 1.0))])
+def test_a_mirrored_target_is_keyed_on_the_tip(blender, hang, mode, scale):
+    """A target Empty mirrored by a negative scale (Ctrl+M, or a scale of -1), which Solve and Snap Target take: over a
+    range it was refused, Blender playing it with its up axis half a turn off the bone ("what it hangs from turns or
+    scales it unevenly", though it hangs from nothing); a control bone likewise. Blender stores a mirroring matrix with every scale negative, so
+    the rotation read after placing it did not go with the scale kept, and the twist carried from the frame before
+    lost the mirror. Keyed, it is on the tip on every frame, its scale as it was, and a bake gives the FK back."""
+    bpy = blender
+    obj, chain, fk = animated_in_fk(bpy, hang=hang, mode=mode)
+    goal = chain.target.pose.bones[chain.target_bone] if chain.target_bone else chain.target
+    goal.scale = scale
+    bpy.context.view_layer.update()
+    assert bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=1, frame_end=FRAMES) == {"FINISHED"}
+    assert tuple(goal.scale) == pytest.approx(scale, abs=1e-6)
+    reach = sum(obj.data.bones[f"b{i}"].length for i in (1, 2, 3))
+    for frame in range(1, FRAMES + 1):
+        bpy.context.scene.frame_set(frame)
+        distance, angle = goal_off_tip(bpy, obj, chain)
+        assert distance < 1e-6 * reach and angle < 1e-5, (frame, distance, angle)
+        assert _goal_world(bpy, chain.target, chain.target_bone).to_3x3().determinant() < 0.0  # still mirrored
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=FRAMES) == {"FINISHED"}
+    assert largest_turn(fk, played_pose(bpy, obj)) < 1e-5
