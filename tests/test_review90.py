@@ -30,3 +30,27 @@ def test_a_mirrored_target_is_keyed_on_the_tip(blender, hang, mode, scale):
         assert _goal_world(bpy, chain.target, chain.target_bone).to_3x3().determinant() < 0.0  # still mirrored
     assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=FRAMES) == {"FINISHED"}
     assert largest_turn(fk, played_pose(bpy, obj)) < 1e-5
+
+
+def _range(bpy, obj, chain):
+    return bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=1, frame_end=FRAMES)
+
+
+def _keyed_frame(bpy, obj, chain):
+    """A snap at the current frame of a keyed control bone with Auto Keying off: its keys put it back."""
+    obj.pose.bones["ctl"].keyframe_insert("location", frame=1)
+    return bpy.ops.blender_ik.snap_target()
+
+
+@pytest.mark.parametrize("snap, said", [(_range, f"Keyed target 'Arm' bone 'ctl' on frames 1-{FRAMES} "),
+                                        (_keyed_frame, "; 'Arm' bone 'ctl' is keyed: the keys put it back")],
+                         ids=("range", "keyed frame"))
+def test_a_control_bone_is_named_as_the_other_messages_name_it(blender, capfd, snap, said):
+    """A TD's control bone as the target: the report named it "Arm' bone 'ctl" (Python's repr of a label that holds
+    quotes), where every other message says 'Arm' bone 'ctl'."""
+    bpy = blender
+    obj, chain, _ = animated_in_fk(bpy, hang="own bone")
+    capfd.readouterr()
+    assert snap(bpy, obj, chain) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert said in out, out
