@@ -54,3 +54,22 @@ def test_a_control_bone_is_named_as_the_other_messages_name_it(blender, capfd, s
     assert snap(bpy, obj, chain) == {"FINISHED"}
     out = capfd.readouterr().out
     assert said in out, out
+
+
+def test_a_target_keyed_in_an_nla_strip_is_refused_speaking_of_the_target(blender):
+    """The target Empty's keys pushed down to an NLA strip: the range snap is refused (keys in its action would
+    override the strip outside the range too), but the message told the animator to make the strip's action "the
+    armature's action (the bake keeps its keys ...)" for an Empty they are snapping, not baking. Nothing changes."""
+    bpy = blender
+    obj, chain, _ = animated_in_fk(bpy)
+    target = chain.target
+    target.keyframe_insert("location", frame=1)
+    anim_data = target.animation_data
+    strip = anim_data.nla_tracks.new().strips.new("Pushed", 1, anim_data.action)
+    anim_data.action = None
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=1, frame_end=FRAMES)
+    message = str(refused.value)
+    assert f"of 'Target' is keyed in NLA strip '{strip.name}'" in message, message
+    assert "make its action the object's action" in message and "armature" not in message and "bake" not in message
+    assert anim_data.action is None
