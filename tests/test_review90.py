@@ -12,9 +12,10 @@ from test_snap_range import FRAMES, _goal_world, animated_in_fk, goal_off_tip, l
 def test_a_mirrored_target_is_keyed_on_the_tip(blender, hang, mode, scale):
     """A target Empty mirrored by a negative scale (Ctrl+M, or a scale of -1), which Solve and Snap Target take: over a
     range it was refused, Blender playing it with its up axis half a turn off the bone ("what it hangs from turns or
-    scales it unevenly", though it hangs from nothing); a control bone likewise. Blender stores a mirroring matrix with every scale negative, so
-    the rotation read after placing it did not go with the scale kept, and the twist carried from the frame before
-    lost the mirror. Keyed, it is on the tip on every frame, its scale as it was, and a bake gives the FK back."""
+    scales it unevenly", though it hangs from nothing); a control bone likewise. Blender stores a mirroring matrix
+    with every scale negative, so the rotation read after placing it did not go with the scale kept, and the twist
+    carried from the frame before lost the mirror. Keyed, it is on the tip on every frame, its scale as it was, and a
+    bake gives the FK back."""
     bpy = blender
     obj, chain, fk = animated_in_fk(bpy, hang=hang, mode=mode)
     goal = chain.target.pose.bones[chain.target_bone] if chain.target_bone else chain.target
