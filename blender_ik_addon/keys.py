@@ -690,15 +690,15 @@ def channel_problems(obj, data_paths, cycle_aware=False, one_frame=False):
         where = (fcurve.data_path, fcurve.array_index)
         if fcurve.data_path in wanted and where not in keyed and not is_muted(fcurve) and has_points(fcurve):
             keyed.add(where)  # named once, by the first strip that plays it
+            owner = "armature" if obj.type == "ARMATURE" else "object"  # (a snapped target: an Empty)
             if one_frame:
-                owner = "armature" if obj.type == "ARMATURE" else "object"  # (a snapped target: an Empty)
                 problems.append(where + (f"is keyed in NLA strip '{strip}', which a key in the {owner}'s action "
                                          "would override on every frame, not this one only: key the strip's action in "
                                          "its tweak mode (Tab in the NLA Editor), or mute the strip",))
                 continue
             problems.append(where + (f"is keyed in NLA strip '{strip}', which the action's new keys would override "
-                                     "on every frame, outside the baked range too: mute the strip, or make its action "
-                                     "the armature's action (the bake keeps its keys outside the range)",))
+                                     "on every frame, outside the range too: mute the strip, or make its action the "
+                                     f"{owner}'s action (its keys outside the range are kept)",))
     return problems
 
 

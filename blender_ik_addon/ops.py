@@ -625,8 +625,8 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                                          lambda done, total: window_manager.progress_update(100 * done / total))
         finally:
             window_manager.progress_end()
-        goals = [goal.label for goal in result.goals]
-        what = (f"{'target' if len(goals) == 1 else 'goals'} {', '.join(map(repr, goals))}" if len(goals) <= 3 else
+        goals = [f"'{goal.label}'" for goal in result.goals]  # (a bone's label holds quotes: no repr)
+        what = (f"{'target' if len(goals) == 1 else 'goals'} {', '.join(goals)}" if len(goals) <= 3 else
                 f"the goals of {len(snaps)} chains")
         done = f"Keyed {what} on frames {frame_span(start, end)} ({len(frames)} key{'s' if len(frames) > 1 else ''})"
         if not result.turned:
@@ -657,14 +657,14 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
         # Keyed with Auto Keying off, or where its settings (Replace: the channels keyed at the frame) left channels
         # unkeyed: the keys put the target back.
         frame = None if keyed is None else context.scene.frame_current_final
-        kept = [goal_label(spec.target, spec.target_bone) for spec, _ in snaps
+        kept = [f"'{goal_label(spec.target, spec.target_bone)}'" for spec, _ in snaps
                 if snap.held_by_keys(spec.target, spec.target_bone, frame)]
         if kept:
             warn = True
             why = ("or snap with Auto Keying on" if not context.scene.tool_settings.use_keyframe_insert_auto else
                    f"Auto Keying's {', '.join(_auto_key_limits(context))} left it unkeyed" if keyed is not None else
                    "")
-            notes.append(f"{', '.join(map(repr, kept))} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
+            notes.append(f"{', '.join(kept)} {'are' if len(kept) > 1 else 'is'} keyed: the keys put "
                          f"it back at the next frame change unless you key it{f' ({why})' if why else ''}")
         spec, chain = snaps[0]
         done = (f"Snapped target '{goal_label(spec.target, spec.target_bone)}' to the tip of '{chain.names[2]}'"

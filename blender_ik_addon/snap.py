@@ -97,6 +97,8 @@ def hangs_from(obj, bone_name, goal):
 
 
 def place_goal(obj, bone_name, world):
+    owner = goal_owner(obj, bone_name)
+    scale = owner.scale.copy()
     if bone_name:
         obj.pose.bones[bone_name].matrix = obj.matrix_world.inverted_safe() @ world
     elif obj.parent is not None and obj.parent_type in ("VERTEX", "VERTEX_3"):
@@ -105,6 +107,15 @@ def place_goal(obj, bone_name, world):
         obj.matrix_basis = (obj.matrix_world @ obj.matrix_basis.inverted_safe()).inverted_safe() @ world
     else:
         obj.matrix_world = world
+    # Blender stores a matrix that mirrors with every scale negative (-1, 1, 1 becomes -1, -1, -1 and half a turn):
+    # the goal's own scale is put back, its rotation turned back to go with it (the same matrix).
+    flips = [-1.0 if (new < 0.0) != (old < 0.0) else 1.0 for new, old in zip(owner.scale, scale)]
+    if flips != [1.0, 1.0, 1.0]:
+        path = rotation_path(owner.rotation_mode)
+        rotation = np.array(channel_rotation(owner) @ Matrix.Diagonal(flips))
+        setattr(owner, path, tuple(rotations.matrices_to_channels(rotation[None], owner.rotation_mode,
+                                                                  np.array(getattr(owner, path)))[0]))
+        owner.scale = scale
 
 
 def solve_turns(chain, solve):
@@ -241,7 +252,7 @@ def _turned_like(reference, world):
     """``world``'s position and scale, with the rotation of ``reference`` (the goal as placed on the frame before): a
     target's twist about its up axis then follows the bone from frame to frame instead of flipping where the bone
     points against the goal's unkeyed orientation."""
-    rotation = reference.to_3x3().normalized()
+    rotation = reference.to_quaternion().to_matrix()  # (one that mirrors: with to_scale's signs, all negative)
     scaled = rotation @ Matrix.Diagonal(world.to_3x3().to_scale())
     matrix = scaled.to_4x4()
     matrix.translation = world.translation
