@@ -396,7 +396,8 @@ def _check_played(scene, armature, goals, frames, result, progress, total):
         away = distance_text(scene, armature, distance)
         what = f"{away} from the tip (its up axis {math.degrees(angle):.3g}° off the bone)" if role == "target" else (
             f"{away} from where it was put")
-        raise ChainError(f"Blender plays the keyed {role} '{label}' {what} on frames {compact_frames(at, 60)}: what it "
+        frames_text = f"frame {at[0]}" if len(at) == 1 else f"frames {compact_frames(at, 60)}"
+        raise ChainError(f"Blender plays the keyed {role} '{label}' {what} on {frames_text}: what it "
                          "hangs from turns or scales it unevenly, or other keys play over it; nothing was changed",
                          spec.label)
     result.turned = [(spec.label, turned[spec], *worst[spec]) for spec in chains if turned[spec]]

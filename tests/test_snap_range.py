@@ -239,6 +239,11 @@ def _sheared(bpy, obj, chain):
     chain.target.parent = parent
 
 
+def _sheared_one_frame(bpy, obj, chain):
+    _sheared(bpy, obj, chain)
+    return {"frame_start": 5, "frame_end": 5}
+
+
 def _empty_range(bpy, obj, chain):
     return {"frame_start": 9, "frame_end": 3}
 
@@ -250,6 +255,7 @@ REFUSED = {
     _shared_with_another_chain: "The target 'Target' is also the target of chain 'other'",
     _time_remapped: "The scene remaps time",
     _sheared: "Blender plays the keyed target 'Target'",
+    _sheared_one_frame: "off the bone) on frame 5: what it hangs from turns or scales it unevenly",
     _empty_range: "The frame range is empty: start 9 is after end 3",
 }
 
