@@ -171,20 +171,24 @@ class VIEW3D_PT_blender_ik_bake(bpy.types.Panel):
         start, end = (scene_range(context.scene) if settings.bake_use_scene_range
                       else (settings.bake_frame_start, settings.bake_frame_end))
         layout.operator_context = "EXEC_DEFAULT"
-        row = layout.row(align=True)
-        for which, text in (("ALL", f"Bake All {frame_span(start, end)}"), ("ACTIVE", "Active")):
-            operator = row.operator("blender_ik.bake", icon="KEYINGSET" if which == "ALL" else "NONE", text=text)
-            operator.frame_start, operator.frame_end = start, end
-            operator.step, operator.output = 1 if samples else settings.bake_step, settings.bake_output
+        step = 1 if samples else settings.bake_step
+        for operator in _range_buttons(layout, "blender_ik.bake", "Bake All", "KEYINGSET", start, end, step):
+            operator.output = settings.bake_output
             if samples:  # else Blender gives the button the last run's interpolation, which samples may refuse
                 operator.interpolation = "LINEAR"
-            operator.chains = which
         # The other way: the targets keyed where the chains' tips are, following the bones' animation (FK to IK).
-        row = layout.row(align=True)
-        for which, text in (("ALL", f"Snap Targets {frame_span(start, end)}"), ("ACTIVE", "Active")):
-            operator = row.operator("blender_ik.snap_target", icon="SNAP_ON" if which == "ALL" else "NONE", text=text)
-            operator.frames, operator.frame_start, operator.frame_end = "RANGE", start, end
-            operator.step, operator.chains = 1 if samples else settings.bake_step, which
+        for operator in _range_buttons(layout, "blender_ik.snap_target", "Snap Targets", "SNAP_ON", start, end, step):
+            operator.frames = "RANGE"
+
+
+def _range_buttons(layout, idname, label, icon, start, end, step):
+    """A row of two ``idname`` buttons over frames ``start``-``end`` every ``step``-th: All (``label`` and the range)
+    and Active. Yields each button's properties, its range, step and chains set."""
+    row = layout.row(align=True)
+    for which, text in (("ALL", f"{label} {frame_span(start, end)}"), ("ACTIVE", "Active")):
+        operator = row.operator(idname, icon=icon if which == "ALL" else "NONE", text=text)
+        operator.frame_start, operator.frame_end, operator.step, operator.chains = start, end, step, which
+        yield operator
 
 
 classes = (BLENDER_IK_UL_chains, VIEW3D_PT_blender_ik, VIEW3D_PT_blender_ik_bake)
