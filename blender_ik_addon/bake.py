@@ -127,13 +127,30 @@ def _invalid_samples(spec, target, pole):
     return bad
 
 
-def _check_range(scene, frame_start, frame_end, step, chains, output="KEYS"):
-    """Refuse frames Blender cannot show (it would clamp them onto its last frame) and a bake too large to
-    hold in memory."""
+def check_frame_order(frame_start, frame_end):
+    """Refuse a range whose start is after its end."""
+    if frame_end < frame_start:
+        raise ChainError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
+
+
+def check_frame_limits(scene, frame_start, frame_end, verb="bake"):
+    """Refuse frames Blender cannot show (it would clamp them onto its last frame); ``verb``: what the message asks to
+    do with a range inside them."""
     limits = scene.bl_rna.properties["frame_current"]
     if frame_start < limits.hard_min or frame_end > limits.hard_max:
         raise ChainError(f"Frames {frame_span(frame_start, frame_end)} go beyond Blender's frame limits "
-                         f"({limits.hard_min} to {limits.hard_max}); bake a range inside them")
+                         f"({limits.hard_min} to {limits.hard_max}); {verb} a range inside them")
+
+
+def keyed_frames(frame_start, frame_end, step):
+    """Every ``step``-th frame of the range, and its last (its old keys go too, and nothing else would pose it)."""
+    frames = np.arange(frame_start, frame_end + 1, step)
+    return frames if frames[-1] == frame_end else np.append(frames, frame_end)
+
+
+def _check_range(scene, frame_start, frame_end, step, chains, output="KEYS"):
+    """Refuse frames Blender cannot show and a bake too large to hold in memory."""
+    check_frame_limits(scene, frame_start, frame_end)
     if output == "SAMPLES" and frame_end - frame_start + 1 > keys.MAX_SAMPLES:
         raise ChainError(f"Frames {frame_span(frame_start, frame_end)} are more than an F-curve of samples holds "
                          f"({keys.MAX_SAMPLES}); bake a shorter range, or bake keys")
@@ -503,8 +520,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
         _check_whole(what, value)
     if step < 1:
         raise ChainError(f"Step must be 1 or more (got {step})")
-    if frame_end < frame_start:
-        raise ChainError(f"The frame range is empty: start {frame_start} is after end {frame_end}")
+    check_frame_order(frame_start, frame_end)
     if interpolation not in INTERPOLATIONS:
         raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
     if output not in OUTPUTS:
@@ -539,9 +555,7 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
             except ChainError as error:
                 raise error.for_chain(spec.label) from None
     paths = _check_keys(scene, armature, levels, allow_shared, output, (frame_start, frame_end))
-    frames = np.arange(frame_start, frame_end + 1, step)
-    if frames[-1] != frame_end:  # the range's last frame is keyed too: its old keys go, and nothing else poses it
-        frames = np.append(frames, frame_end)
+    frames = keyed_frames(frame_start, frame_end, step)
 
     bones = [pose_bone for level in levels for _, chain in level for pose_bone in chain.pose_bones]
     pose_before = [rotation_values(pose_bone) for pose_bone in bones]

@@ -594,12 +594,8 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
     def _snap_range(self, context, armature, snaps, owners):
         self._fill_range(context)
         start, end = self.frame_start, self.frame_end
-        if end < start:
-            raise ChainError(f"The frame range is empty: start {start} is after end {end}")
-        limits = context.scene.bl_rna.properties["frame_current"]
-        if start < limits.hard_min or end > limits.hard_max:
-            raise ChainError(f"Frames {frame_span(start, end)} go beyond Blender's frame limits ({limits.hard_min} "
-                             f"to {limits.hard_max}); snap a range inside them")
+        bake.check_frame_order(start, end)
+        bake.check_frame_limits(context.scene, start, end, "snap")
         # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
         snapped = {spec.label for spec, _ in snaps}
         for owner in [armature] + [obj for obj in context.scene.objects if obj != armature and obj.type == "ARMATURE"
@@ -614,9 +610,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                         raise ChainError(f"The {user[1]} '{goal_label(obj, bone_name)}' is also the {role} of chain "
                                          f"'{spec.label}'{'' if owner == armature else f' of {owner.name!r}'}, which "
                                          "its keys would move too; give each chain its own", user[0])
-        frames = list(range(start, end + 1, self.step))
-        if frames[-1] != end:
-            frames.append(end)
+        frames = bake.keyed_frames(start, end, self.step)
         window_manager = context.window_manager
         window_manager.progress_begin(0, 100)
         try:
