@@ -554,8 +554,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
             snaps.append((spec, chain))
         if ranged:
             return self._snap_range(context, armature, snaps, owners)
-        before = [{path: getattr(owner, path)[:] for path in snap.GOAL_CHANNELS}
-                  for owner in (snap.goal_owner(spec.target, spec.target_bone) for spec, _ in snaps)]
+        before = [snap.saved_channels(snap.goal_owner(spec.target, spec.target_bone)) for spec, _ in snaps]
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
             try:
@@ -565,7 +564,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                 # A goal that hangs from another snapped goal (a finger's control under the hand's) is placed once that
                 # one has moved and Blender has evaluated it: placed before, it would be carried off its tip.
                 goals = [(spec.target, spec.target_bone) for spec, _ in snaps]
-                depths = [sum(snap.hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
+                depths = snap.placing_depths(goals)
                 for depth in sorted(set(depths)):
                     for goal, world, at in zip(goals, worlds, depths):
                         if at == depth:
@@ -582,10 +581,8 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                                          "scales it unevenly; nothing was changed", spec.label)
                     solves.append(solve)
             except ChainError:
-                for (spec, _), values in zip(snaps, before):
-                    owner = snap.goal_owner(spec.target, spec.target_bone)
-                    for path, value in values.items():
-                        setattr(owner, path, value)
+                for (spec, _), saved in zip(snaps, before):
+                    snap.put_back(snap.goal_owner(spec.target, spec.target_bone), saved)
                 evaluate_now()
                 raise
         self._report(context, snaps, solves)
@@ -1010,7 +1007,7 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         chain = _read_own_chain(armature, chain_settings)
         heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
         world = np.array(armature.matrix_world)
-        length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
+        length = chain.floats.size
         pole_point = heads[0] + snap.pole_offset(chain, heads, length)
         matrix = Matrix.Translation(tuple(world[:3, :3] @ pole_point + world[:3, 3]))
         pole = chain_settings.pole

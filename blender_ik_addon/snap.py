@@ -23,6 +23,24 @@ def goal_owner(obj, bone_name):
     return obj.pose.bones[bone_name] if bone_name else obj
 
 
+def saved_channels(owner):
+    """The values of ``owner``'s channels that place it (GOAL_CHANNELS), for :func:`put_back`."""
+    return {path: getattr(owner, path)[:] for path in GOAL_CHANNELS}
+
+
+def put_back(owner, saved):
+    """Set ``owner``'s channels back to :func:`saved_channels`' values."""
+    for path, value in saved.items():
+        setattr(owner, path, value)
+
+
+def placing_depths(goals):
+    """For each goal (``(object, bone name)``), how many of the others it hangs from: goals are placed by increasing
+    depth, each level once Blender has evaluated the one before (placed earlier, a goal below another would be carried
+    off its place when that one moves)."""
+    return [sum(hangs_from(*goal, other) for other in goals if other != goal) for goal in goals]
+
+
 def goal_channels(obj, bone_name):
     """The ``(RNA path, index)`` of each of the goal's location and rotation channels, as ``obj``'s F-curves name
     them."""
@@ -204,6 +222,7 @@ class _Goal:
                                             else 4)]
         self.label = goal_label(obj, bone_name)
         self.placed = []  # the world matrix placed on each frame
+        self.values = []  # and the channels' values it took there (see read)
 
     def read(self):
         """The channels' values as placed: location, and a target's rotation in its mode."""
@@ -241,8 +260,7 @@ def range_problems(scene, goals):
 def _pole_world(armature, chain, world):
     """Where Place Pole puts a pole whose world matrix is ``world`` for the chain as posed now: moved, not turned."""
     heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
-    length = float(np.sum(np.linalg.norm(chain.links, axis=-1)))
-    point = heads[0] + pole_offset(chain, heads, length)
+    point = heads[0] + pole_offset(chain, heads, chain.floats.size)
     moved = world.copy()
     moved.translation = armature.matrix_world @ Vector(point.tolist())
     return moved
@@ -260,11 +278,11 @@ def _turned_like(reference, world):
 
 
 class RangeSnap:
-    """What a range snap did: the frames keyed, and per chain ``(label, frames a solve turns the pose, worst turn
+    """What a range snap did: the goals keyed, and per chain ``(label, frames a solve turns the pose, worst turn
     in radians, its frame, why)`` for those whose pose a solve does not keep."""
 
-    def __init__(self, frames, goals):
-        self.frames, self.goals, self.turned = frames, goals, []
+    def __init__(self, goals):
+        self.goals, self.turned = goals, []
 
 
 def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=None):
@@ -281,8 +299,7 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
         goals.append(_Goal("target", spec.target, spec.target_bone, spec, chain))
         if spec.plane == "POLE":
             goals.append(_Goal("pole", spec.pole, spec.pole_bone, spec, chain))
-    pairs = [(goal.obj, goal.bone_name) for goal in goals]
-    depths = [sum(hangs_from(*pair, other) for other in pairs if other != pair) for pair in pairs]
+    depths = placing_depths([(goal.obj, goal.bone_name) for goal in goals])
     by_object = {}
     for goal in goals:
         by_object.setdefault(goal.obj.as_pointer(), []).append(goal)
@@ -292,15 +309,14 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
     if problems:
         raise ChainError(problems[0])
     current = scene.frame_current, scene.frame_subframe
-    before = [{path: getattr(goal.owner, path)[:] for path in GOAL_CHANNELS} for goal in goals]
+    before = [saved_channels(goal.owner) for goal in goals]
     total = 2 * len(frames)
-    values = [[] for _ in goals]
     snapshots, written = {}, False
     try:
         for index, frame in enumerate(frames):
             scene.frame_set(int(frame))
             for depth in sorted(set(depths)):
-                for goal, values_of, at in zip(goals, values, depths):
+                for goal, at in zip(goals, depths):
                     if at != depth:
                         continue
                     world = Matrix(goal_world(goal.obj, goal.bone_name))
@@ -314,14 +330,13 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
                     place_goal(goal.obj, goal.bone_name, world)
                     goal.placed.append(world)
                 evaluate_now()
-                for goal, values_of, at in zip(goals, values, depths):
+                for goal, at in zip(goals, depths):
                     if at == depth:
-                        values_of.append(goal.read())
+                        goal.values.append(goal.read())
             if progress is not None:
                 progress(index + 1, total)
-        for goal, values_of, saved in zip(goals, values, before):
-            for path, value in saved.items():
-                setattr(goal.owner, path, value)
+        for goal, saved in zip(goals, before):
+            put_back(goal.owner, saved)
         keyed_frames = np.asarray(frames, dtype=np.float64)
         for group in by_object.values():
             obj = group[0].obj
@@ -330,7 +345,7 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
         for group in by_object.values():
             channels, columns = [], []
             for goal in group:
-                table = np.array(values[goals.index(goal)], dtype=np.float64)
+                table = np.array(goal.values, dtype=np.float64)
                 if goal.role == "target":  # continuous over the frames: no Euler jump, one quaternion hemisphere
                     rotation = table[:, 3:]
                     table[:, 3:] = rotations.matrices_to_channels(rotations.channels_to_matrix(rotation, goal.mode),
@@ -340,7 +355,7 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
             written = True
             keys.write_keys(group[0].obj, channels, keyed_frames, np.concatenate(columns, axis=1), interpolation,
                             replace=frame_range)
-        result = RangeSnap(frames, goals)
+        result = RangeSnap(goals)
         _check_played(scene, armature, goals, frames, result, progress, total)
         return result
     except BaseException:
@@ -348,8 +363,7 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
             for obj, snapshot in snapshots.values():
                 keys.restore_channels(obj, snapshot)
         for goal, saved in zip(goals, before):
-            for path, value in saved.items():
-                setattr(goal.owner, path, value)
+            put_back(goal.owner, saved)
         raise
     finally:
         for _, snapshot in snapshots.values():
@@ -372,7 +386,7 @@ def _check_played(scene, armature, goals, frames, result, progress, total):
                 continue
             world = Matrix(goal_world(goal.obj, goal.bone_name))
             off = (world.translation - goal.placed[index].translation).length / armature.matrix_world.median_scale
-            if off > POSE_TOLERANCE * float(np.sum(np.linalg.norm(goal.chain.links, axis=-1))):
+            if off > POSE_TOLERANCE * goal.chain.floats.size:
                 entry = missed.setdefault(goal.label, ["pole", goal.spec, 0.0, 0.0, []])
                 entry[2] = max(entry[2], off)
                 entry[4].append(frame)
