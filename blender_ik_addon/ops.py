@@ -77,13 +77,15 @@ class _ArmatureOperator:
 
 
 class _FrameRange:
-    """A frame range to act on, the scene's (or preview) range unless given. SKIP_SAVE: a new call offers the scene's
-    range, not the last call's."""
+    """The frames to key: every ``step``-th of a range (and its last), the scene's (or preview) range unless given.
+    SKIP_SAVE: a new call offers the scene's range, not the last call's."""
 
     frame_start: bpy.props.IntProperty(name="Start Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
                                        description="First frame (default: the scene or preview range)")
     frame_end: bpy.props.IntProperty(name="End Frame", soft_min=-1048574, soft_max=1048574, options={"SKIP_SAVE"},
                                      description="Last frame (default: the scene or preview range)")
+    step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000,
+                                description="Key every n-th frame (and the last)")
 
     def _fill_range(self, context):
         start, end = bake.scene_range(context.scene)
@@ -497,8 +499,6 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                ("RANGE", "Frame Range", "Key the target at the tip on every frame of a range, following the bones' "
                                         "animation (FK to IK); a Pole chain's pole too")],
         description="Snap the current frame, or key a frame range")
-    step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000,
-                                description="Key every n-th frame (and the last)")
     interpolation: bpy.props.EnumProperty(
         name="Interpolation", default="BEZIER",
         items=[("BEZIER", "Bezier", "Smooth curves through the keys, as Blender's own keying makes them"),
@@ -1490,7 +1490,6 @@ class BLENDER_IK_OT_bake(_ArmatureOperator, _FrameRange, bpy.types.Operator):
     bl_idname = "blender_ik.bake"
     bl_label = "Bake IK"
 
-    step: bpy.props.IntProperty(name="Frame Step", default=1, min=1, max=1000, description="Key every n-th frame")
     interpolation: bpy.props.EnumProperty(
         name="Interpolation", default="LINEAR",
         items=[("LINEAR", "Linear", "Straight lines between the baked keys"),
