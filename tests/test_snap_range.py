@@ -8,24 +8,10 @@ import numpy as np
 import pytest
 
 from rigs import add_empty, arm_and_chain_beside, arm_with_chain, reachable_target, tip_and_direction
+from test_snap_target import _control_bone, goal_off_tip
+from test_snap_target import _sheared as shear
 
 FRAMES = 12
-
-
-def _goal_world(bpy, obj, bone_name=""):
-    from mathutils import Matrix
-    if bone_name:
-        return obj.matrix_world @ obj.pose.bones[bone_name].matrix
-    return Matrix(obj.matrix_world)
-
-
-def _control_bone(bpy, obj, name):
-    """A control bone ``name`` of ``obj`` below its root, away from the chain; back in Object Mode."""
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    bone = obj.data.edit_bones.new(name)
-    bone.head, bone.tail, bone.parent = (2.0, 0.0, 0.0), (2.0, 0.0, 0.3), obj.data.edit_bones["root"]
-    bpy.ops.object.mode_set(mode="OBJECT")
 
 
 def animated_in_fk(bpy, plane="PARENT", hang="alone", mode="XYZ", seed=5):
@@ -54,7 +40,7 @@ def animated_in_fk(bpy, plane="PARENT", hang="alone", mode="XYZ", seed=5):
             goal.animation_data_clear()
     target.location, target.rotation_euler = (0.4, -0.5, 0.3), (0.3, 0.2, 0.1)
     if hang == "own bone":  # a control bone of the chain's own armature (keyed in the armature's action)
-        _control_bone(bpy, obj, "ctl")
+        _control_bone(bpy, obj, "ctl", parent="root")
         bpy.data.objects.remove(target)
         chain.target, chain.target_bone = obj, "ctl"
     goal = chain.target.pose.bones[chain.target_bone] if chain.target_bone else chain.target
@@ -77,16 +63,6 @@ def largest_turn(before, after):
     angles = [before[frame][name].rotation_difference(after[frame][name]).angle
               for frame in before for name in before[frame]]
     return max(min(angle, 2.0 * math.pi - angle) for angle in angles)
-
-
-def goal_off_tip(bpy, obj, chain):
-    """How far Blender shows the target from the tip, and its up axis' angle to the last bone."""
-    tip, direction = tip_and_direction(obj)
-    world = _goal_world(bpy, chain.target, chain.target_bone)
-    up = np.array(world.col["XYZ".index(chain.up_axis[-1])][:3]) * (-1.0 if chain.up_axis.startswith("-") else 1.0)
-    up /= np.linalg.norm(up)
-    return (float(np.linalg.norm(np.array(world.translation) - tip)),
-            math.atan2(np.linalg.norm(np.cross(up, direction)), float(np.dot(up, direction))))
 
 
 def key_frames(obj, prefix=""):
@@ -234,9 +210,7 @@ def _time_remapped(bpy, obj, chain):
 
 
 def _sheared(bpy, obj, chain):
-    parent = add_empty("Squashed", rotation=(0.3, 0.7, 0.2))
-    parent.scale = (1.0, 3.0, 0.2)
-    chain.target.parent = parent
+    shear(bpy, chain)
 
 
 def _sheared_one_frame(bpy, obj, chain):
