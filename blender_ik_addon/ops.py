@@ -15,7 +15,7 @@ from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, CouplingReade
                     goal_constraint_targets, goal_label, goal_world, hangs_below, pose_chain,
                     posers, posers_read_once, prepare, read_chain, rotation_values, rotation_path, set_rotation,
                     shows_pose, solve_current, verify_goals, verify_pose, write_rotations)
-from .report import compact_frames, distance_text, frame_span
+from .report import distance_text
 from .sampling import check_no_animated_posers
 
 CHAINS_ITEMS = [("ALL", "All", "Every enabled chain of the armature"),
@@ -483,6 +483,109 @@ class BLENDER_IK_OT_add_target(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _chosen_settings(armature, which, names=None, posing=True):
+    """The chains' settings named in ``names`` (enabled or not: they were asked for), else ``which``'s ('ALL' enabled,
+    or 'ACTIVE')."""
+    if isinstance(names, str):  # one chain's name, not its letters
+        names = [names]
+    if not names:
+        if which not in ("ALL", "ACTIVE"):
+            raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
+        return _chain_settings(armature, which, posing)
+    _check_unique_names(armature)
+    by_name = {chain_settings.name: chain_settings for chain_settings in armature.blender_ik.chains}
+    missing = [name for name in names if name not in by_name]
+    if missing:
+        known = ", ".join(sorted(by_name)) or "none"
+        raise ChainError(f"Armature '{armature.name}' has no chain named {', '.join(map(repr, missing))} "
+                         f"(its chains: {known})")
+    return [by_name[name] for name in names]
+
+
+def _snaps(armature, chosen, specs=None, ranged=False):
+    """The chains to snap, ``[(spec, chain)]``, and their goals' users ``{(object pointer, bone name): (chain label,
+    role)}``: the settings ``chosen``, or chains described directly (``specs``; the list's chains on their bones
+    decide whether a rig is built). Over a range a Pole chain's pole is snapped too. Refused (ChainError) where a chain
+    has a built rig, a goal cannot be moved, or two chains share one."""
+    rigged = chosen
+    if specs is None:
+        specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
+    else:
+        bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
+        rigged = [chain_settings for chain_settings in armature.blender_ik.chains
+                  if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
+    built = [c.name for c in rigged if rig_state(armature, c) in ("BUILT", "STALE")]
+    if built:
+        raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
+                         f"{'have' if len(built) > 1 else 'has'} a built rig, which poses the chain from its "
+                         "target: remove the rig to snap the target to a pose of the bones")
+    snaps, owners = [], {}
+    for index, spec in enumerate(specs):
+        if chosen:
+            chain = _read_own_chain(armature, chosen[index])
+        else:
+            try:
+                chain = read_chain(armature, spec.tip_bone)
+            except ChainError as error:
+                raise error.for_chain(spec.label) from None
+        try:
+            check_target(chain, spec)
+        except ChainError as error:
+            raise error.for_chain(spec.label) from None
+        for role, obj, bone_name in spec.goals()[:2 if ranged else 1]:
+            goal = (obj.as_pointer(), bone_name)
+            if goal in owners:
+                raise ChainError(f"Chains '{owners[goal][0]}' and '{spec.label}' have the same "
+                                 f"{'target' if role == owners[goal][1] == 'target' else 'goal'} "
+                                 f"'{goal_label(obj, bone_name)}', which cannot be at both "
+                                 f"{'tips' if role == owners[goal][1] == 'target' else 'places'}")
+            owners[goal] = spec.label, role
+            problem = snap.snap_problem(obj, bone_name, role)
+            if problem is not None:
+                raise ChainError(problem, spec.label)
+        snaps.append((spec, chain))
+    return snaps, owners
+
+
+def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="BEZIER",
+                  progress=None, names=None, specs=None):
+    """Snap Target over a frame range, as scripts call it: key the goals of the armature's chains (``which``: 'ALL'
+    enabled or 'ACTIVE'; ``names``: only those chains; ``specs``: chains described directly instead of the settings)
+    where Snap Target puts them, on every ``step``-th frame of the range (default: the scene's or preview range) and
+    its last; see :func:`snap.snap_range`. Returns the snap.RangeSnap; ChainError, with nothing changed, where
+    refused."""
+    bake.check_armature(armature)
+    bake.check_scene(scene)
+    if armature.library is not None:
+        raise ChainError(_LINKED.format(name=armature.name))
+    props.migrate_legacy(armature)
+    props.follow_renames(props.bone_datas(armature), moved=False)
+    evaluate_now()
+    chosen = [] if specs is not None else _chosen_settings(armature, which, names, posing=False)
+    snaps, owners = _snaps(armature, chosen, specs, ranged=True)
+    start, end = bake.scene_range(scene)
+    start = start if frame_start is None else frame_start
+    end = end if frame_end is None else frame_end
+    bake.check_frame_order(start, end)
+    bake.check_frame_limits(scene, start, end, "snap")
+    # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
+    snapped = {spec.label for spec, _ in snaps}
+    for owner in [armature] + [obj for obj in scene.objects if obj != armature and obj.type == "ARMATURE"
+                               and obj.library is None and len(obj.blender_ik.chains)]:
+        for chain_settings in owner.blender_ik.chains:
+            spec = props.chain_spec(chain_settings)
+            if owner == armature and spec.label in snapped:
+                continue
+            for role, obj, bone_name in spec.goals():
+                user = None if obj is None else owners.get((obj.as_pointer(), bone_name))
+                if user is not None:
+                    raise ChainError(f"The {user[1]} '{goal_label(obj, bone_name)}' is also the {role} of chain "
+                                     f"'{spec.label}'{'' if owner == armature else f' of {owner.name!r}'}, which "
+                                     "its keys would move too; give each chain its own", user[0])
+    with runtime.paused():  # Live solves from the keyed goals afterwards, not halfway through
+        return snap.snap_range(scene, armature, snaps, bake.keyed_frames(start, end, step), interpolation, progress)
+
+
 class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operator):
     """Move the chain's target to its tip, its up axis along the last bone, so that solving leaves the chain as it is
     posed now: a pose made by turning the bones (FK), taken over by the target (IK). With Auto Keying on, key it"""
@@ -523,37 +626,20 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
         layout.prop(self, "chains")
 
     def run(self, context, armature):
-        evaluate_now()
-        chosen = _chain_settings(armature, self.chains, posing=False)
-        built = [c.name for c in chosen if rig_state(armature, c) in ("BUILT", "STALE")]
-        if built:
-            raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
-                             f"{'have' if len(built) > 1 else 'has'} a built rig, which poses the chain from its "
-                             "target: remove the rig to snap the target to a pose of the bones")
-        ranged = self.frames == "RANGE"
-        snaps, owners = [], {}
-        for chain_settings in chosen:
-            spec = props.chain_spec(chain_settings)
-            chain = _read_own_chain(armature, chain_settings)
+        if self.frames == "RANGE":
+            self._fill_range(context)
+            window_manager = context.window_manager
+            window_manager.progress_begin(0, 100)
             try:
-                check_target(chain, spec)
-            except ChainError as error:
-                raise error.for_chain(spec.label) from None
-            # Over a range a Pole chain's pole is keyed too (where Place Pole puts it on each frame).
-            for role, obj, bone_name in spec.goals()[:2 if ranged else 1]:
-                goal = (obj.as_pointer(), bone_name)
-                if goal in owners:
-                    raise ChainError(f"Chains '{owners[goal][0]}' and '{spec.label}' have the same "
-                                     f"{'target' if role == owners[goal][1] == 'target' else 'goal'} "
-                                     f"'{goal_label(obj, bone_name)}', which cannot be at both "
-                                     f"{'tips' if role == owners[goal][1] == 'target' else 'places'}")
-                owners[goal] = spec.label, role
-                problem = snap.snap_problem(obj, bone_name, role)
-                if problem is not None:
-                    raise ChainError(problem, spec.label)
-            snaps.append((spec, chain))
-        if ranged:
-            return self._snap_range(context, armature, snaps, owners)
+                result = snap_armature(context.scene, armature, self.chains, self.frame_start, self.frame_end,
+                                       self.step, self.interpolation,
+                                       lambda done, total: window_manager.progress_update(100 * done / total))
+            finally:
+                window_manager.progress_end()
+            self.report({"WARNING" if result.turned else "INFO"}, result.summary())
+            return {"FINISHED"}
+        evaluate_now()
+        snaps, _ = _snaps(armature, _chain_settings(armature, self.chains, posing=False))
         before = [snap.saved_channels(snap.goal_owner(spec.target, spec.target_bone)) for spec, _ in snaps]
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
@@ -586,47 +672,6 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                 evaluate_now()
                 raise
         self._report(context, snaps, solves)
-        return {"FINISHED"}
-
-    def _snap_range(self, context, armature, snaps, owners):
-        self._fill_range(context)
-        start, end = self.frame_start, self.frame_end
-        bake.check_frame_order(start, end)
-        bake.check_frame_limits(context.scene, start, end, "snap")
-        # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
-        snapped = {spec.label for spec, _ in snaps}
-        for owner in [armature] + [obj for obj in context.scene.objects if obj != armature and obj.type == "ARMATURE"
-                                   and obj.library is None and len(obj.blender_ik.chains)]:
-            for chain_settings in owner.blender_ik.chains:
-                spec = props.chain_spec(chain_settings)
-                if owner == armature and spec.label in snapped:
-                    continue
-                for role, obj, bone_name in spec.goals():
-                    user = None if obj is None else owners.get((obj.as_pointer(), bone_name))
-                    if user is not None:
-                        raise ChainError(f"The {user[1]} '{goal_label(obj, bone_name)}' is also the {role} of chain "
-                                         f"'{spec.label}'{'' if owner == armature else f' of {owner.name!r}'}, which "
-                                         "its keys would move too; give each chain its own", user[0])
-        frames = bake.keyed_frames(start, end, self.step)
-        window_manager = context.window_manager
-        window_manager.progress_begin(0, 100)
-        try:
-            with runtime.paused():  # Live solves from the keyed goals after the operator, not halfway through it
-                result = snap.snap_range(context.scene, armature, snaps, frames, self.interpolation,
-                                         lambda done, total: window_manager.progress_update(100 * done / total))
-        finally:
-            window_manager.progress_end()
-        goals = [f"'{goal.label}'" for goal in result.goals]  # (a bone's label holds quotes: no repr)
-        what = (f"{'target' if len(goals) == 1 else 'goals'} {', '.join(goals)}" if len(goals) <= 3 else
-                f"the goals of {len(snaps)} chains")
-        done = f"Keyed {what} on frames {frame_span(start, end)} ({len(frames)} key{'s' if len(frames) > 1 else ''})"
-        if not result.turned:
-            self.report({"INFO"}, f"{done}: solving keeps the pose on every frame")
-            return {"FINISHED"}
-        notes = [f"chain '{label}': a solve turns the pose on frame {at[0]} ({why})" if len(at) == 1 else
-                 f"chain '{label}': a solve turns the pose on frames {compact_frames(at, 40)}, most at frame "
-                 f"{worst_frame} ({why})" for label, at, _, worst_frame, why in result.turned]
-        self.report({"WARNING"}, "; ".join([done] + notes))
         return {"FINISHED"}
 
     def _report(self, context, snaps, solves):
@@ -1434,10 +1479,6 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     bones and turn Live off on the baked chains (the keys drive them now). Returns the bake.BakeResult.
     The range defaults to the scene's (or preview) range. ``allow_shared``: key an action (slot) that other
     IDs play too; ``output`` 'SAMPLES': write samples instead of keys (see :func:`bake.bake_chains`)."""
-    if specs is None and not names and which not in ("ALL", "ACTIVE"):
-        raise ChainError(f"which must be 'ALL' or 'ACTIVE' (got {which!r})")
-    if isinstance(names, str):  # one chain's name, not its letters
-        names = [names]
     bake.check_armature(armature)
     bake.check_scene(scene)
     props.migrate_legacy(armature)
@@ -1447,17 +1488,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     end = end if frame_end is None else frame_end
     chosen = []
     if specs is None:
-        if not names:
-            chosen = _chain_settings(armature, which)
-        else:  # named chains are baked whether or not they are enabled: they were asked for
-            _check_unique_names(armature)
-            by_name = {chain_settings.name: chain_settings for chain_settings in armature.blender_ik.chains}
-            missing = [name for name in names if name not in by_name]
-            if missing:
-                known = ", ".join(sorted(by_name)) or "none"
-                raise ChainError(f"Armature '{armature.name}' has no chain named {', '.join(map(repr, missing))} "
-                                 f"(its chains: {known})")
-            chosen = [by_name[name] for name in names]
+        chosen = _chosen_settings(armature, which, names)
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
     _check_goals_not_live(scene, armature, specs)
     # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted. Chains described

@@ -10,7 +10,7 @@ from mathutils import Matrix, Vector
 from . import keys, rotations
 from .chain import (ANGLE_TOLERANCE, AXES, POSE_TOLERANCE, ChainError, bone_path, channel_rotation, evaluate_now,
                     goal_label, goal_world, hangs_below, moving_constraints, rotation_path, shows_pose, solve_current)
-from .report import compact_frames, distance_text
+from .report import compact_frames, distance_text, frame_span
 
 
 # The channels that place a goal. Snap Target sets the location and rotation (the scale is kept); all are put back as
@@ -278,11 +278,26 @@ def _turned_like(reference, world):
 
 
 class RangeSnap:
-    """What a range snap did: the goals keyed, and per chain ``(label, frames a solve turns the pose, worst turn
-    in radians, its frame, why)`` for those whose pose a solve does not keep."""
+    """What a range snap did: the goals keyed, the frames keyed, and per chain ``(label, frames a solve turns the pose,
+    worst turn in radians, its frame, why)`` for those whose pose a solve does not keep."""
 
-    def __init__(self, goals):
-        self.goals, self.turned = goals, []
+    def __init__(self, goals, frames):
+        self.goals, self.frames, self.turned = goals, [int(frame) for frame in frames], []
+
+    def summary(self):
+        """One line for a report: what was keyed, and whether solving keeps the pose on every frame (else where not)."""
+        labels = [f"'{goal.label}'" for goal in self.goals]  # (a bone's label holds quotes: no repr)
+        chains = len({goal.spec.label for goal in self.goals})
+        what = (f"{'target' if len(labels) == 1 else 'goals'} {', '.join(labels)}" if len(labels) <= 3 else
+                f"the goals of {chains} chains")
+        count = len(self.frames)
+        done = f"Keyed {what} on frames {frame_span(self.frames[0], self.frames[-1])} ({count} key{'s' * (count > 1)})"
+        if not self.turned:
+            return f"{done}: solving keeps the pose on every frame"
+        notes = [f"chain '{label}': a solve turns the pose on frame {at[0]} ({why})" if len(at) == 1 else
+                 f"chain '{label}': a solve turns the pose on frames {compact_frames(at, 40)}, most at frame "
+                 f"{worst_frame} ({why})" for label, at, _, worst_frame, why in self.turned]
+        return "; ".join([done] + notes)
 
 
 def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=None):
@@ -355,7 +370,7 @@ def snap_range(scene, armature, snaps, frames, interpolation="BEZIER", progress=
             written = True
             keys.write_keys(group[0].obj, channels, keyed_frames, np.concatenate(columns, axis=1), interpolation,
                             replace=frame_range)
-        result = RangeSnap(goals)
+        result = RangeSnap(goals, frames)
         _check_played(scene, armature, goals, frames, result, progress, total)
         return result
     except BaseException:
