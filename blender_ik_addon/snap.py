@@ -67,7 +67,8 @@ def snap_problem(obj, bone_name, role="target"):
             and owner.lock_rotation_w):
         locked.append("rotation W")
     if locked:
-        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock them to snap it (the snap "
+        them = "them" if len(locked) > 1 else "it"
+        return (f"The {role} '{label}' has its {', '.join(locked)} locked; unlock {them} to snap it (the snap "
                 f"{'moves and turns' if turned else 'moves'} it)")
     bone = obj.data.bones[bone_name] if bone_name else None
     if bone is not None and bone.use_connect and bone.parent is not None:

@@ -225,7 +225,7 @@ def _empty_range(bpy, obj, chain):
 REFUSED = {
     _shared_action: "is also played by 'Other'",
     _locked_fcurve: "The F-curve location[2] of 'Target' is locked",
-    _pole_location_locked: "The pole 'b3_pole' has its location Y locked; unlock them to snap it (the snap moves it)",
+    _pole_location_locked: "The pole 'b3_pole' has its location Y locked; unlock it to snap it (the snap moves it)",
     _shared_with_another_chain: "The target 'Target' is also the target of chain 'other'",
     _time_remapped: "The scene remaps time",
     _sheared: "Blender plays the keyed target 'Target'",

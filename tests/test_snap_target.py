@@ -196,7 +196,7 @@ REFUSED = {
     _constrained: "The target 'Target' is placed by its constraints (Copy Location), which would take it off the tip "
                   "again",
     _driven: "The target 'Target' has drivers on its location, which would put it back",
-    _locked: "The target 'Target' has its rotation Z locked; unlock them to snap it",
+    _locked: "The target 'Target' has its rotation Z locked; unlock it to snap it",
     _sheared: "Blender shows the target 'Target'",
     _no_target: "Set the target",
     _on_the_chain: "hangs from the chain (through 'b2')",
