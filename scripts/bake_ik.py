@@ -7,7 +7,11 @@
 Each input is opened, every enabled chain of every armature that has chains (``Object.blender_ik.chains``;
 or the armature and chains named) is baked toward its target over the range (``--target`` describes one
 chain on the command line instead, for files set up without the panel), and the result is saved as a new file (``NAME_baked.blend``
-next to the input unless told otherwise). The input is never written. Several inputs are baked in
+next to the input unless told otherwise). The input is never written.
+
+``--snap-targets`` goes the other way (FK to IK): the bones keep their animation, and each chain's target (a Pole
+chain's pole too) is keyed where Snap Target puts it, on every ``--step``-th frame of the range and its last, so that
+solving follows the bones; the result is ``NAME_snapped.blend``. Several inputs are baked in
 parallel, one process each; one file's failure does not stop the others, and the exit code is 0 only
 when every file was baked. User mistakes end in one ``bake_ik.py: error: ...`` line on stderr.
 
@@ -22,6 +26,7 @@ import concurrent.futures
 import contextlib
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -46,7 +51,8 @@ UP_AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
 BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
 USAGE = (f"{PROG} INPUT.blend [MORE.blend ...] [--scene NAME] [--view-layer NAME] [--armature NAME] [--chain NAME ...] "
          "[--target NAME [--tip-bone NAME] [--up-axis {X,Y,Z,-X,-Y,-Z}]] [--start N] [--end N] [--step N] "
-         "[--bake-output {keys,samples}] [--shared-action] [--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
+         "[--snap-targets] [--interpolation {bezier,linear,constant}] [--bake-output {keys,samples}] [--shared-action] "
+         "[--output OUT.blend | --output-dir DIR] [--jobs N] [--report REPORT.json]")
 EXIT_FAILED, EXIT_USAGE = 1, 2
 # How long the workers of an interrupted run get to clean up after themselves before they are killed (the
 # parent then removes their temporary files itself).
@@ -86,8 +92,9 @@ class _Parser(argparse.ArgumentParser):
 def make_parser():
     parser = _Parser(
         prog=PROG, usage=USAGE,
-        description="Bake the analytic IK of three-bone chains to rotation keys and save the result as a new "
-                    ".blend file (the input is never written). Several inputs are baked in parallel.",
+        description="Bake the analytic IK of three-bone chains to rotation keys, or with --snap-targets key their "
+                    "targets to follow the bones' animation, and save the result as a new .blend file (the input is "
+                    "never written). Several inputs are done in parallel.",
         epilog="Inside Blender: blender -b INPUT.blend -P scripts/bake_ik.py -- [options] "
                "(the open file is the input unless files are given after --). "
                "Exit status: 0 when every file was baked, 1 when any failed, 2 for a bad command line.")
@@ -113,6 +120,13 @@ def make_parser():
     parser.add_argument("--start", type=int, metavar="N", help="first frame (default: the scene's start)")
     parser.add_argument("--end", type=int, metavar="N", help="last frame (default: the scene's end)")
     parser.add_argument("--step", type=_positive, default=1, metavar="N", help="key every N-th frame (default: 1)")
+    parser.add_argument("--snap-targets", action="store_true",
+                        help="instead of baking the bones, key each chain's target (and a Pole chain's pole) where "
+                             "its tip is on every frame keyed: the bones' animation (FK, mocap) handed to the targets "
+                             "(IK); saved as NAME_snapped.blend by default")
+    parser.add_argument("--interpolation", choices=("bezier", "linear", "constant"),
+                        help="interpolation of the new keys (default: linear for a bake, as the Bake button's; "
+                             "bezier with --snap-targets, as Blender's keying)")
     # Not --output, which names the baked file.
     parser.add_argument("--bake-output", choices=("keys", "samples"), default="keys",
                         help="write rotation keys (default), or samples: one per frame, played linearly between "
@@ -136,9 +150,10 @@ def make_parser():
 
 # -- Planning: which file goes where; everything that can be checked without Blender ----------------------
 
-def default_output(path, output_dir=None):
+def default_output(path, output_dir=None, snap=False):
     stem = os.path.splitext(os.path.basename(path))[0]
-    return os.path.join(output_dir if output_dir is not None else os.path.dirname(path), f"{stem}_baked.blend")
+    return os.path.join(output_dir if output_dir is not None else os.path.dirname(path),
+                        f"{stem}_{'snapped' if snap else 'baked'}.blend")
 
 
 def same_file(a, b):
@@ -220,6 +235,11 @@ def plan(args):
     if args.target is not None and args.chain:
         raise UserError("--chain picks chains set up in the file; --target describes one on the command line: "
                         "give one or the other")
+    if args.snap_targets and (args.bake_output != "keys" or args.shared_action):
+        option = "--shared-action" if args.shared_action else f"--bake-output {args.bake_output}"
+        raise UserError(f"{option} is for baking the bones; --snap-targets keys the targets: give one or the other")
+    if args.bake_output == "samples" and args.interpolation is not None:
+        raise UserError(f"--bake-output samples are played linearly: drop --interpolation {args.interpolation}")
     if args.bake_output == "samples" and args.step != 1:
         raise UserError(f"--bake-output samples writes one sample per frame: drop --step {args.step}, or bake keys")
     if args.start is not None and args.end is not None and args.end < args.start:
@@ -227,7 +247,7 @@ def plan(args):
     if args.output is not None:
         pairs = [(args.inputs[0], args.output)]
     else:
-        pairs = [(path, default_output(path, args.output_dir)) for path in args.inputs]
+        pairs = [(path, default_output(path, args.output_dir, args.snap_targets)) for path in args.inputs]
     writes = [("output", output) for _, output in pairs]
     writes += [(f"--{option.replace('_', '-')}", getattr(args, option))
                for option in ("report", "summary_file", "save_via") if getattr(args, option) is not None]
@@ -524,30 +544,43 @@ def _chain_record(armature, chain, result):
             "degenerate": [int(f) for f in chain.degenerate]}
 
 
+def _jobs(bpy, scene, args, path):
+    """The armatures ``args`` name in ``scene`` and their chains: [(armature, chain names or None, specs or None)]."""
+    if args.target is not None:
+        return [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
+    return _in_dependency_order([(armature, names, None) for armature, names in _file_chains(bpy, scene, args, path)])
+
+
+def _refused(bpy, scene, path, armature, error):
+    """The UserError for a bake or snap of ``armature`` that the add-on refused (ChainError ``error``)."""
+    # The operator's option is this command's --shared-action.
+    error = str(error).replace("bake with Key Shared Action on", "bake with --shared-action")
+    where = (f" (view layer '{bpy.context.view_layer.name}' of scene '{scene.name}'; --view-layer names "
+             "another)" if "view layer" in str(error) else "")
+    return UserError(f"{path}: armature '{armature.name}': {error}{where}")
+
+
+def _frame_range(scene, args):
+    return (scene.frame_start if args.start is None else args.start,
+            scene.frame_end if args.end is None else args.end)
+
+
 def _bake_scene(bpy, scene, args, path):
     """Bake the chains ``args`` name in ``scene``: (start, end, [(armature, BakeResult)])."""
     from blender_ik_addon import ops
     from blender_ik_addon.chain import ChainError
 
-    if args.target is not None:
-        jobs = [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
-    else:
-        jobs = _in_dependency_order([(armature, names, None)
-                                     for armature, names in _file_chains(bpy, scene, args, path)])
-    start = scene.frame_start if args.start is None else args.start
-    end = scene.frame_end if args.end is None else args.end
+    jobs = _jobs(bpy, scene, args, path)
+    start, end = _frame_range(scene, args)
     results = []
     for armature, names, specs in jobs:
         try:  # the bake validates the range and every chain before it changes anything
-            results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step, names=names,
+            results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step,
+                                                         (args.interpolation or "linear").upper(), names=names,
                                                          specs=specs, output=args.bake_output.upper(),
                                                          allow_shared=args.shared_action)))
         except ChainError as error:
-            # The operator's option is this command's --shared-action.
-            error = str(error).replace("bake with Key Shared Action on", "bake with --shared-action")
-            where = (f" (view layer '{bpy.context.view_layer.name}' of scene '{scene.name}'; --view-layer names "
-                     "another)" if "view layer" in str(error) else "")
-            raise UserError(f"{path}: armature '{armature.name}': {error}{where}") from None
+            raise _refused(bpy, scene, path, armature, error) from None
     # A chain of another armature that follows a baked one is named by that bake unless this run baked it too (after
     # it: _in_dependency_order).
     baked = {(armature.name, chain.name) for armature, result in results for chain in result.chains}
@@ -555,6 +588,46 @@ def _bake_scene(bpy, scene, args, path):
         result.left_following = [(owner, name) for owner, name in result.left_following
                                  if owner is None or (owner, name) not in baked]
     return start, end, results
+
+
+def _snap_scene(bpy, scene, args, path):
+    """Key the goals of the chains ``args`` name in ``scene`` to follow the bones: (start, end, [(armature,
+    snap.RangeSnap)], seconds). A refusal (every check is made before anything changes) leaves the armatures snapped
+    before it snapped: the file is not saved."""
+    from blender_ik_addon import ops
+    from blender_ik_addon.chain import ChainError
+
+    jobs = _jobs(bpy, scene, args, path)
+    start, end = _frame_range(scene, args)
+    results, began = [], time.perf_counter()
+    for armature, names, specs in jobs:
+        try:
+            results.append((armature, ops.snap_armature(scene, armature, "ALL", start, end, args.step,
+                                                        (args.interpolation or "bezier").upper(), names=names,
+                                                        specs=specs)))
+        except ChainError as error:
+            raise _refused(bpy, scene, path, armature, error) from None
+    return start, end, results, time.perf_counter() - began
+
+
+def _snap_record(armature, result):
+    """A snapped chain's record per chain of ``result`` (snap.RangeSnap)."""
+    turned = {label: (at, worst, frame, why) for label, at, worst, frame, why in result.turned}
+    records = {}
+    for goal in result.goals:
+        spec = goal.spec
+        record = records.setdefault(spec.label, {
+            "armature": armature.name, "chain": spec.label, "tip_bone": goal.chain.names[2],
+            "target": spec.target.name, "target_bone": spec.target_bone, "up_axis": spec.up_axis,
+            "plane": spec.plane, "pole": None, "pole_bone": "", "frames": len(result.frames),
+            "turned": [], "worst_turn_degrees": 0.0, "worst_frame": None, "why": None})
+        if goal.role == "pole":
+            record["pole"], record["pole_bone"] = spec.pole.name, spec.pole_bone
+        if spec.label in turned:
+            at, worst, frame, why = turned[spec.label]
+            record.update(turned=[int(f) for f in at], worst_turn_degrees=round(math.degrees(worst), 6),
+                          worst_frame=int(frame), why=why)
+    return list(records.values())
 
 
 def bake_file(path, output, args):
@@ -597,25 +670,39 @@ def bake_file(path, output, args):
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
         _leave_edit_mode(bpy)
         with _showing(bpy, args.scene, args.view_layer, path) as scene:
-            start, end, results = _bake_scene(bpy, scene, args, path)
+            if args.snap_targets:
+                start, end, results, seconds = _snap_scene(bpy, scene, args, path)
+            else:
+                start, end, results = _bake_scene(bpy, scene, args, path)
             view_layer = bpy.context.view_layer.name
         check_interrupted()
         _save_copy(bpy, os.path.abspath(output), args.save_via)
-        chains = [_chain_record(armature, chain, result) for armature, result in results for chain in result.chains]
         summaries = [result.summary() if len(results) == 1 else f"{armature.name}: {result.summary()}"
                      for armature, result in results]
-        return {
+        record = {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "scene": scene.name, "view_layer": view_layer,
-            "frame_start": start, "frame_end": end, "step": args.step, "bake_output": args.bake_output,
-            "frames": len(results[0][1].frames), "chains": chains,
-            "unreachable": sorted({frame for chain in chains for frame in chain["unreachable"]}),
-            "direct": all(result.direct for _, result in results), "summary": "; ".join(summaries),
-            "bake_seconds": round(sum(result.seconds for _, result in results), 4),
-            "warnings": [f"{path}: {newer}: Blender warns that what it cannot read is lost, so the baked file "
-                         "may lack it; bake with that version to keep everything"] if newer else [],
-            "seconds": round(time.perf_counter() - began, 4),
+            "mode": "snap-targets" if args.snap_targets else "bake", "scene": scene.name, "view_layer": view_layer,
+            "frame_start": start, "frame_end": end, "step": args.step,
+            "interpolation": args.interpolation or ("bezier" if args.snap_targets else "linear"),
+            "frames": len(results[0][1].frames), "summary": "; ".join(summaries),
+            "warnings": [f"{path}: {newer}: Blender warns that what it cannot read is lost, so the "
+                         f"{'snapped' if args.snap_targets else 'baked'} file may lack it; "
+                         f"{'snap' if args.snap_targets else 'bake'} with that version to keep everything"]
+            if newer else [],
         }
+        if args.snap_targets:
+            chains = [chain for armature, result in results for chain in _snap_record(armature, result)]
+            record.update(chains=chains, turned=sorted({frame for chain in chains for frame in chain["turned"]}),
+                          snap_seconds=round(seconds, 4))
+        else:
+            chains = [_chain_record(armature, chain, result) for armature, result in results
+                      for chain in result.chains]
+            record.update(bake_output=args.bake_output, chains=chains,
+                          unreachable=sorted({frame for chain in chains for frame in chain["unreachable"]}),
+                          direct=all(result.direct for _, result in results),
+                          bake_seconds=round(sum(result.seconds for _, result in results), 4))
+        record["seconds"] = round(time.perf_counter() - began, 4)
+        return record
     finally:
         if must_unregister:  # a Python handler left in bpy.app.handlers crashes bpy 4.2 at exit
             blender_ik_addon.unregister()
@@ -644,10 +731,12 @@ def worker_command(path, output, args, summary_file, temporary, blender):
         command = [sys.executable, SCRIPT]
     command += [f"--output={os.path.abspath(output)}", f"--step={args.step}", f"--bake-output={args.bake_output}",
                 f"--summary-file={summary_file}", f"--save-via={temporary}"]
-    if args.shared_action:
-        command.append("--shared-action")
+    for flag in ("shared_action", "snap_targets"):
+        if getattr(args, flag):
+            command.append(f"--{flag.replace('_', '-')}")
     for option, value in (("--scene", args.scene), ("--view-layer", args.view_layer), ("--armature", args.armature), ("--target", args.target), ("--tip-bone", args.tip_bone),
-                          ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end)):
+                          ("--up-axis", args.up_axis), ("--start", args.start), ("--end", args.end),
+                          ("--interpolation", args.interpolation)):
         if value is not None:
             command.append(f"{option}={value}")
     command += [f"--chain={name}" for name in args.chain or ()]
