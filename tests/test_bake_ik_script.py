@@ -108,6 +108,12 @@ def sources(tmp_path_factory):
 @pytest.fixture
 def work(tmp_path, sources):
     """A folder with copies of the inputs, and a way to run the script there."""
+    return script_in(tmp_path, sources)
+
+
+def script_in(tmp_path, sources):
+    """Copies of the files of ``sources`` in ``tmp_path``/in, and ``run(*arguments)``: the script run there, with its
+    own user folders and temporary folder (``scratch``)."""
     folder = tmp_path / "in"
     shutil.copytree(sources, folder)
     scratch = tmp_path / "scratch"  # the runs' temporary folder, to see that they leave nothing there

@@ -1,22 +1,16 @@
 """scripts/bake_ik.py --snap-targets: FK to IK without the UI. The files made here have an arm animated bone by bone
 and its target standing elsewhere; the script keys the target, and what it saved is opened and played by Blender."""
 import json
-import os
 import shutil
-import subprocess
-import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from rigs import add_empty, build_arm
 from test_bake import animate_target, rotation_keys
-from test_bake_ik_script import digest
+from test_bake_ik_script import digest, script_in
 from test_chains import tip_error
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
 FRAMES = 40
 BONES = ("b1", "b2", "b3")
 
@@ -64,15 +58,7 @@ def fk_sources(tmp_path_factory):
 
 @pytest.fixture
 def fk(tmp_path, fk_sources):
-    folder = tmp_path / "in"
-    shutil.copytree(fk_sources, folder)
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-
-    def run(*arguments):
-        return subprocess.run([sys.executable, SCRIPT, *map(str, arguments)], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=120)
-
-    return SimpleNamespace(folder=folder, run=run)
+    return script_in(tmp_path, fk_sources)
 
 
 def bone_keys(bpy, path):
