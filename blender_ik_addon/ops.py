@@ -2,7 +2,6 @@
 (pinning a chain's tip bone, turning Live off after a bake) happen here and nowhere below."""
 
 import ast
-import math
 
 import bpy
 import numpy as np
@@ -660,11 +659,11 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
                     solve = solve_current(chain, spec)
                     distance, angle, shown = shows_pose(chain, solve.solution)
                     if not shown:
-                        away = distance_text(context.scene, armature, distance)
+                        where = snap.off_the_tip(context.scene, armature, chain, distance, angle,
+                                                 f"the tip of '{chain.names[2]}'")
                         raise ChainError(f"Blender shows the target '{goal_label(spec.target, spec.target_bone)}' "
-                                         f"{away} from the tip of '{chain.names[2]}' after the snap (its up axis "
-                                         f"{math.degrees(angle):.3g}° off the bone): what it hangs from turns or "
-                                         "scales it unevenly; nothing was changed", spec.label)
+                                         f"{where} after the snap: what it hangs from turns or scales it unevenly; "
+                                         "nothing was changed", spec.label)
                     solves.append(solve)
             except ChainError:
                 for (spec, _), saved in zip(snaps, before):

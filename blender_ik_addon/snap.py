@@ -278,6 +278,17 @@ def _turned_like(reference, world):
     return matrix
 
 
+def off_the_tip(scene, armature, chain, distance, angle, tip="the tip"):
+    """Where Blender shows a snapped target against ``tip``, from ``distance`` and its up axis' ``angle`` to the last
+    bone: 'on the tip but its up axis 12° off the bone' when only the angle is out (a distance of a few nm would read
+    as the cause), else the distance, and the angle where it is out too."""
+    turned = f"its up axis {math.degrees(angle):.3g}° off the bone"
+    if distance <= POSE_TOLERANCE * chain.floats.size:
+        return f"on {tip} but {turned}"
+    away = f"{distance_text(scene, armature, distance)} from {tip}"
+    return f"{away} ({turned})" if angle > ANGLE_TOLERANCE else away
+
+
 class RangeSnap:
     """What a range snap did: the goals keyed, the frames keyed, and per chain ``(label, frames a solve turns the pose,
     worst turn in radians, its frame, why)`` for those whose pose a solve does not keep."""
@@ -423,9 +434,8 @@ def _check_played(scene, armature, goals, frames, result, progress, total):
         if progress is not None:
             progress(len(frames) + index + 1, total)
     for label, (role, spec, distance, angle, at) in missed.items():
-        away = distance_text(scene, armature, distance)
-        what = f"{away} from the tip (its up axis {math.degrees(angle):.3g}° off the bone)" if role == "target" else (
-            f"{away} from where it was put")
+        what = (off_the_tip(scene, armature, chains[spec], distance, angle) if role == "target" else
+                f"{distance_text(scene, armature, distance)} from where it was put")
         frames_text = f"frame {at[0]}" if len(at) == 1 else f"frames {compact_frames(at, 60)}"
         raise ChainError(f"Blender plays the keyed {role} '{label}' {what} on {frames_text}: what it "
                          "hangs from turns or scales it unevenly, or other keys play over it; nothing was changed",

@@ -229,7 +229,8 @@ REFUSED = {
     _shared_with_another_chain: "The target 'Target' is also the target of chain 'other'",
     _time_remapped: "The scene remaps time",
     _sheared: "Blender plays the keyed target 'Target'",
-    _sheared_one_frame: "off the bone) on frame 5: what it hangs from turns or scales it unevenly",
+    # On the tip, its up axis off: the message names the angle, not a distance of a few nm (as it did).
+    _sheared_one_frame: "'Target' on the tip but its up axis 52.8° off the bone on frame 5: what it hangs from turns",
     _empty_range: "The frame range is empty: start 9 is after end 3",
 }
 
