@@ -334,7 +334,8 @@ def main():
           "IK+rot = IK constraint with use_rotation (closest to ours)")
     bpy.utils.register_class(BENCH_OT_bake_floor)
     print("floor = Blender's own calls for the same keys (operator, F-curves, bulk keys, one update); "
-          "ceiling = IK / floor, the best ratio any bake can reach here")
+          "ceiling = IK / floor, the best ratio any bake can reach here; own = ours - floor, the add-on's own work "
+          "(reading, checking, solving, converting); budget = IK / target - floor, what the target leaves for it")
     # Untimed: the first call of each imports and sets up what later calls reuse (nla.bake imports
     # bpy_extras.anim_utils on first use), which no method should pay inside the timing.
     for method, _ in REFERENCES + (("floor", None),):
@@ -356,24 +357,27 @@ def main():
                       "sampled frames in reach)")
 
     print(f"\n{'scenario':12s} {'frames':>6s} {'IK s':>8s} {'IK+rot s':>9s} {'ours s':>8s} {'vs IK':>7s} "
-          f"{'vs IK+rot':>9s} {'floor s':>8s} {'ceiling':>8s}  target vs IK")
+          f"{'vs IK+rot':>9s} {'floor s':>8s} {'ceiling':>8s} {'own ms':>7s} {'budget':>7s}  target vs IK")
     summary = []
     for scenario, frames, best in rows:
         least = TARGETS.get((scenario, frames), TARGETS.get((scenario, None)))
         native, rotation, ours, floor = (best.get(method) for method in ("IK", "IK+rot", "ours", "floor"))
         ceiling = native["seconds"] / floor["seconds"]
+        budget_text = "-" if least is None else f"{(native['seconds'] / least - floor['seconds']) * 1e3:7.2f}"
         if ours is None:
-            ours_text = ratio_text = rotation_text = "-"
+            ours_text = ratio_text = rotation_text = own_text = "-"
             verdict = "not run"
         else:
             ratio, rotation_ratio = native["seconds"] / ours["seconds"], rotation["seconds"] / ours["seconds"]
             ours_text, ratio_text, rotation_text = f"{ours['seconds']:.4f}", f"{ratio:.1f}x", f"{rotation_ratio:.1f}x"
+            own_text = f"{(ours['seconds'] - floor['seconds']) * 1e3:.2f}"
             verdict = "no target here" if least is None else "met" if ratio >= least else "below target"
         if least is not None and ceiling < least:
             verdict += ", above the ceiling"
         target_text = "-" if least is None else f">= {least:.0f}x: {verdict}"
         print(f"{scenario:12s} {frames:6d} {native['seconds']:8.4f} {rotation['seconds']:9.4f} {ours_text:>8s} "
-              f"{ratio_text:>7s} {rotation_text:>9s} {floor['seconds']:8.4f} {ceiling:7.1f}x  {target_text}")
+              f"{ratio_text:>7s} {rotation_text:>9s} {floor['seconds']:8.4f} {ceiling:7.1f}x {own_text:>7s} "
+              f"{budget_text:>7s}  {target_text}")
         summary.append(f"{scenario} {frames}: {ratio_text} vs IK ({verdict}), {rotation_text} vs IK+rot, "
                        f"ceiling {ceiling:.1f}x")
     if any("ours" not in best for *_, best in rows):
