@@ -1,0 +1,74 @@
+"""Review 91: bake_ik.py --snap-targets as a pipeline TD runs it on a folder of FK-animated shots, headless. Judged by
+opening the saved file and playing it (scene.frame_set), never by the script's report."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rigs import add_empty, build_arm
+from test_bake import animate_target
+from test_chains import tip_error
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
+FRAMES = 24
+
+
+def run_script(tmp_path, *arguments):
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "blender"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, SCRIPT, *map(str, arguments)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def fk_armature(bpy, name, target_name, seed):
+    """An armature ``name`` whose chain 'hand' is animated in FK (its bones keyed on every frame by a bake of a
+    wandering target), and its target ``target_name`` left standing away from the hand, unkeyed. Returns (armature,
+    target)."""
+    obj = build_arm(name=name)
+    target = add_empty(target_name)
+    animate_target(target, frames=range(1, FRAMES + 1, 6), seed=seed)
+    chain = obj.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "hand", "b3", target
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.blender_ik.bake(frame_start=1, frame_end=FRAMES, chains="ALL") == {"FINISHED"}
+    target.animation_data_clear()
+    target.location = (3.0, -2.0, 1.0)
+    return obj, target
+
+
+def played_off_tips(bpy, path, chains):
+    """Open ``path`` and play it: per ``(armature, target)`` name pair, the largest distance from the tip of 'b3' to
+    the target and angle between the hand and the target's Z, over the frames, over the chain's reach."""
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    worst = {pair: (0.0, 0.0) for pair in chains}
+    for frame in range(1, FRAMES + 1):
+        bpy.context.scene.frame_set(frame)
+        for armature, target in chains:
+            obj = bpy.data.objects[armature]
+            reach = sum(obj.data.bones[f"b{i}"].length for i in (1, 2, 3)) * obj.matrix_world.median_scale
+            distance, angle = tip_error(bpy, obj, "b3", bpy.data.objects[target])
+            worst[armature, target] = tuple(map(max, worst[armature, target], (distance / reach, angle)))
+    return worst
+
+
+@pytest.mark.parametrize("hung", ("target", "armature"))
+def test_a_prop_hung_from_the_hands_target_is_snapped_after_it(blender, tmp_path, hung):
+    """A shot with a character and a prop rig, each animated in FK, the prop's target (or the whole prop rig) hung
+    from the character's hand target, the prop first in the scene. The script snapped the prop first, then keyed the
+    hand target, which carried the prop's target (or the prop) away: the saved file played the prop's target 4 units
+    off its tip while the report said "solving keeps the pose on every frame". The prop is snapped after the hand."""
+    bpy = blender
+    prop, prop_target = fk_armature(bpy, "Prop", "PropTarget", seed=2)
+    _, hand_target = fk_armature(bpy, "Body", "HandTarget", seed=1)
+    hanging = prop_target if hung == "target" else prop
+    hanging.parent = hand_target
+    hanging.matrix_parent_inverse = hand_target.matrix_world.inverted()
+    assert [obj.name for obj in bpy.context.scene.objects][0] == "Prop"
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, FRAMES
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
+    done = run_script(tmp_path, "shot.blend", "--snap-targets")
+    assert done.returncode == 0, done.stderr
+    for pair, (distance, angle) in played_off_tips(bpy, tmp_path / "shot_snapped.blend",
+                                                   [("Body", "HandTarget"), ("Prop", "PropTarget")]).items():
+        assert distance < 1e-6 and angle < 1e-5, (pair, distance, angle)
