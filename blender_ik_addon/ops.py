@@ -9,7 +9,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from . import bake, keys, native_rig, props, runtime, snap
-from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, CouplingReader, GoalMoved,
+from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, ChainSpec, CouplingReader, GoalMoved,
                     bone_path, chain_names, check_armature_scale, check_goals_evaluated,
                     check_posable, check_target, enabled_collections, evaluate_now, followed_targets,
                     goal_constraint_targets, goal_label, goal_world, hangs_below, pose_chain,
@@ -561,12 +561,18 @@ def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     props.migrate_legacy(armature)
     props.follow_renames(props.bone_datas(armature), moved=False)
     evaluate_now()
+    if specs is not None:
+        specs = [specs] if isinstance(specs, ChainSpec) else list(specs)  # one ChainSpec is that chain, as for a bake
+        bake.check_specs(specs, "snap")
+        if not specs:
+            raise ChainError(f"No chain of armature '{armature.name}' to snap: describe one (or leave specs out to "
+                             "snap the list's chains)")
     chosen = [] if specs is not None else _chosen_settings(armature, which, names, posing=False)
     snaps, owners = _snaps(armature, chosen, specs, ranged=True)
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
     end = end if frame_end is None else frame_end
-    bake.check_frame_order(start, end)
+    bake.check_frames(start, end, step, interpolation)
     bake.check_frame_limits(scene, start, end, "snap")
     # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
     snapped = {spec.label for spec, _ in snaps}

@@ -1,6 +1,7 @@
 """Review 91: bake_ik.py --snap-targets as a pipeline TD runs it on a folder of FK-animated shots, headless. Judged by
 opening the saved file and playing it (scene.frame_set), never by the script's report."""
 import os
+import re
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 from rigs import add_empty, build_arm
 from test_bake import animate_target
 from test_chains import tip_error
+from test_snap_range import animated_in_fk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "bake_ik.py")
@@ -72,3 +74,26 @@ def test_a_prop_hung_from_the_hands_target_is_snapped_after_it(blender, tmp_path
     for pair, (distance, angle) in played_off_tips(bpy, tmp_path / "shot_snapped.blend",
                                                    [("Body", "HandTarget"), ("Prop", "PropTarget")]).items():
         assert distance < 1e-6 and angle < 1e-5, (pair, distance, angle)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"step": 0}, "Step must be 1 or more (got 0)"),
+    ({"step": 2.5}, "The step must be a whole number of frames (got 2.5)"),
+    ({"frame_start": 1.5, "frame_end": 4}, "The start frame must be a whole number of frames (got 1.5)"),
+    ({"interpolation": "linear"}, "Interpolation must be one of LINEAR, BEZIER, CONSTANT"),
+    ({"specs": []}, "No chain of armature 'Arm' to snap"),
+    ({"specs": "arm"}, "Chains to snap are given as ChainSpec values"),
+])
+def test_snap_armature_refuses_what_a_script_gets_wrong_as_bake_armature_does(blender, options, message):
+    """A TD's script calling ops.snap_armature with a step of 0 got a ZeroDivisionError (an IndexError for a negative
+    one), a step of 2.5 keys on subframes refused as if the target's parent sheared it, 'linear' a bare ValueError from
+    the key writing, and ``specs=[]`` "Keyed goals  on frames 1-12": success for nothing. bake_armature refuses each
+    with a ChainError saying what to give; the snap now says the same, and keys nothing."""
+    bpy = blender
+    from blender_ik_addon import ops
+    from blender_ik_addon.chain import ChainError
+    obj, chain, _ = animated_in_fk(bpy)
+    before = chain.target.matrix_world.copy()
+    with pytest.raises(ChainError, match=re.escape(message)):
+        ops.snap_armature(bpy.context.scene, obj, **options)
+    assert chain.target.animation_data is None and chain.target.matrix_world == before
