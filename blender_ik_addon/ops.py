@@ -574,13 +574,15 @@ def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     end = end if frame_end is None else frame_end
     bake.check_frames(start, end, step, interpolation)
     bake.check_frame_limits(scene, start, end, "snap")
-    # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
+    # A goal another chain reaches for too would move that chain's tip or bend plane with the keys. A chain described
+    # directly (the command line's --target) takes over the list's chains on its bones, as it takes over their rigs.
     snapped = {spec.label for spec, _ in snaps}
+    bones = {name for _, chain in snaps for name in chain.names} if specs is not None else set()
     for owner in [armature] + [obj for obj in scene.objects if obj != armature and obj.type == "ARMATURE"
                                and obj.library is None and len(obj.blender_ik.chains)]:
         for chain_settings in owner.blender_ik.chains:
             spec = props.chain_spec(chain_settings)
-            if owner == armature and spec.label in snapped:
+            if owner == armature and (spec.label in snapped or bones.intersection(_tip(armature, spec.tip_bone) or ())):
                 continue
             for role, obj, bone_name in spec.goals():
                 user = None if obj is None else owners.get((obj.as_pointer(), bone_name))

@@ -97,3 +97,37 @@ def test_snap_armature_refuses_what_a_script_gets_wrong_as_bake_armature_does(bl
     with pytest.raises(ChainError, match=re.escape(message)):
         ops.snap_armature(bpy.context.scene, obj, **options)
     assert chain.target.animation_data is None and chain.target.matrix_world == before
+
+
+@pytest.mark.parametrize("how", ("command line", "script"))
+def test_a_chain_described_on_the_bones_of_a_listed_chain_is_that_chain(blender, tmp_path, how):
+    """A TD snaps the hand's chain described on the command line (--target HandTarget --tip-bone b3) while the
+    armature's active chain is another one: refused, "The target 'HandTarget' is also the target of chain 'hand',
+    which its keys would move too; give each chain its own", though 'hand' is the chain on those very bones (the
+    described chain takes the list's name only from the active chain). A script's ChainSpec for b3 likewise. The
+    list's chain on the bones snapped is that chain: the target is keyed on the tip."""
+    bpy = blender
+    from rigs import bone_chain
+    obj, target = fk_armature(bpy, "Body", "HandTarget", seed=1)
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = obj.data.edit_bones
+    parent = edit_bones.new("P")
+    parent.head, parent.tail, parent.parent = (1.0, 1.0, 0.0), (1.0, 1.0, 0.3), edit_bones["root"]
+    bone_chain(edit_bones, parent, "c", [(0.0, 0.0, 0.5), (0.3, 0.0, 0.4), (0.3, 0.0, 0.0)])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    tail = obj.blender_ik.chains.add()
+    tail.name, tail.tip_bone, tail.target = "tail", "c3", add_empty("TailTarget")
+    obj.blender_ik.active_chain_index = 1
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, FRAMES
+    if how == "command line":
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
+        done = run_script(tmp_path, "shot.blend", "--snap-targets", "--armature", "Body", "--target", "HandTarget",
+                          "--tip-bone", "b3")
+        assert done.returncode == 0, done.stderr
+    else:
+        from blender_ik_addon import ops
+        from blender_ik_addon.chain import ChainSpec
+        ops.snap_armature(bpy.context.scene, obj, specs=ChainSpec(tip_bone="b3", target=target))
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot_snapped.blend"))
+    (distance, angle), = played_off_tips(bpy, tmp_path / "shot_snapped.blend", [("Body", "HandTarget")]).values()
+    assert distance < 1e-6 and angle < 1e-5, (distance, angle)
