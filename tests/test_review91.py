@@ -131,3 +131,17 @@ def test_a_chain_described_on_the_bones_of_a_listed_chain_is_that_chain(blender,
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot_snapped.blend"))
     (distance, angle), = played_off_tips(bpy, tmp_path / "shot_snapped.blend", [("Body", "HandTarget")]).values()
     assert distance < 1e-6 and angle < 1e-5, (distance, angle)
+
+
+@pytest.mark.parametrize("frames, said", [((5, 5), "Keyed target 'Target' on frame 5 (1 key): solving keeps the pose\n"),
+                                          ((2, 4), "Keyed target 'Target' on frames 2-4 (3 keys): solving keeps the "
+                                                   "pose on every frame\n")])
+def test_one_frame_keyed_is_said_as_one(blender, capfd, frames, said):
+    """A snap of one frame (--start 5 --end 5, or the panel's range) said "Keyed target 'Target' on frames 5 (1 key):
+    solving keeps the pose on every frame"."""
+    bpy = blender
+    animated_in_fk(bpy)
+    capfd.readouterr()
+    assert bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=frames[0], frame_end=frames[1]) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert said in out, out
