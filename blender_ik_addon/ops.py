@@ -569,6 +569,7 @@ def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
                              "snap the list's chains)")
     chosen = [] if specs is not None else _chosen_settings(armature, which, names, posing=False)
     snaps, owners = _snaps(armature, chosen, specs, ranged=True)
+    _check_goals_not_live(scene, armature, [spec for spec, _ in snaps], "snap")
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
     end = end if frame_end is None else frame_end
@@ -1412,11 +1413,11 @@ def _tip(armature, tip_bone):
         return None  # not a chain: the bake refuses it with the reason, Live does not pose it
 
 
-def _check_goals_not_live(scene, armature, specs):
+def _check_goals_not_live(scene, armature, specs, verb="bake"):
     """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones, or follows them through
     constraints or drivers, as chain.order counts them), unless that chain is baked too: Live poses in handlers, which
     a bake pauses, so the bake would follow that chain's keyed pose, and playback, with Live posing it, would show
-    another."""
+    another. ``verb`` 'snap': a range Snap Target of ``specs``, which pauses Live likewise."""
     names = {spec: _tip(armature, spec.tip_bone) for spec in specs}
     baked = {(armature.as_pointer(), chain[2]) for chain in names.values() if chain is not None}
     live = []  # (armature, first bone, chain settings) of every live chain not baked here
@@ -1444,10 +1445,11 @@ def _check_goals_not_live(scene, armature, specs):
                             else f"'{goal_label(obj, bone_name)}', which the chain or its goals follow through a "
                                  "constraint or driver," if role == "followed"
                             else f"{role} '{goal_label(obj, bone_name)}'")
+                    both = "bake both together, or that one first" if verb == "bake" else "bake that one first"
                     raise ChainError(f"The {what} moves with chain '{chain_settings.name or chain_settings.tip_bone}' "
-                                     f"of armature '{owner.name}', which Live poses: a bake follows that chain's "
-                                     "keyed pose, not Live's; bake both together, or that one first (its keys then "
-                                     "pose it), or turn its Live off", spec.label)
+                                     f"of armature '{owner.name}', which Live poses: a {verb} follows that chain's "
+                                     f"keyed pose, not Live's; {both} (its keys then pose it), or turn its Live off",
+                                     spec.label)
 
 
 def _left_following(scene, armature, specs):

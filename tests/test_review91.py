@@ -145,3 +145,32 @@ def test_one_frame_keyed_is_said_as_one(blender, capfd, frames, said):
     assert bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=frames[0], frame_end=frames[1]) == {"FINISHED"}
     out = capfd.readouterr().out
     assert said in out, out
+
+
+@pytest.mark.parametrize("hung", ("armature", "target"))
+def test_a_prop_held_by_a_live_hand_is_refused(blender, hung):
+    """The prop rig (or only its target) hangs from the hand of an arm that Live poses from its keyed target. A range
+    snap of the prop pauses Live, so it keyed the prop's target where the prop's tip is with the hand where Live last
+    left it; played back, Live moves the hand and the target was 1-3.5 units off the prop's tip while the report said
+    "solving keeps the pose on every frame". As Bake refuses such a chain, the snap refuses it, naming the live chain,
+    and keys nothing."""
+    bpy = blender
+    prop, prop_target = fk_armature(bpy, "Prop", "PropTarget", seed=2)
+    body = build_arm(name="Body")
+    hand_target = add_empty("HandTarget")
+    animate_target(hand_target, frames=range(1, FRAMES + 1, 6), seed=1)
+    chain = body.blender_ik.chains.add()
+    chain.name, chain.tip_bone, chain.target = "arm", "b3", hand_target
+    bpy.context.view_layer.objects.active = body
+    chain.live = True
+    bpy.context.scene.frame_set(1)
+    hanging = prop if hung == "armature" else prop_target
+    world = hanging.matrix_world.copy()
+    hanging.parent, hanging.parent_type, hanging.parent_bone = body, "BONE", "b3"
+    bpy.context.view_layer.update()
+    hanging.matrix_world = world
+    bpy.context.view_layer.objects.active = prop
+    with pytest.raises(RuntimeError, match="moves with chain 'arm' of armature 'Body', which Live poses: a snap "
+                                           "follows that chain's keyed pose, not Live's; bake that one first"):
+        bpy.ops.blender_ik.snap_target(frames="RANGE", frame_start=1, frame_end=FRAMES)
+    assert prop_target.animation_data is None
