@@ -464,10 +464,12 @@ def check_armature(armature):
                          "the armature whose chains these are")
 
 
-def _check_specs(specs):
+def check_specs(specs, verb="bake"):
+    """Refuse chains a script describes as anything but ChainSpec values (a bake's, or with ``verb`` 'snap' a range
+    Snap Target's)."""
     if not all(isinstance(spec, ChainSpec) for spec in specs):
-        raise ChainError("Chains to bake are given as ChainSpec values: props.chain_spec(chain_settings) makes one "
-                         "from a chain of the armature's list (or bake the list itself with ops.bake_armature)")
+        raise ChainError(f"Chains to {verb} are given as ChainSpec values: props.chain_spec(chain_settings) makes one "
+                         f"from a chain of the armature's list (or {verb} the list itself with ops.{verb}_armature)")
 
 
 def _check_whole(what, value):
@@ -489,6 +491,18 @@ def _reading_posers_once(bake):
         with posers_read_once(armature):
             return bake(scene, armature, *args, **kwargs)
     return baking
+
+
+def check_frames(frame_start, frame_end, step, interpolation):
+    """Refuse a range, step or interpolation a script gives that keys cannot be made on (Bake's and the range Snap
+    Target's)."""
+    for what, value in (("start frame", frame_start), ("end frame", frame_end), ("step", step)):
+        _check_whole(what, value)
+    if step < 1:
+        raise ChainError(f"Step must be 1 or more (got {step})")
+    check_frame_order(frame_start, frame_end)
+    if interpolation not in INTERPOLATIONS:
+        raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
 
 
 @_reading_posers_once
@@ -515,14 +529,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     began = time.perf_counter()
     # One ChainSpec is that chain (a named tuple: list() made its fields the chains, refused as not ChainSpec values).
     specs = [specs] if isinstance(specs, ChainSpec) else list(specs or ())
-    _check_specs(specs)
-    for what, value in (("start frame", frame_start), ("end frame", frame_end), ("step", step)):
-        _check_whole(what, value)
-    if step < 1:
-        raise ChainError(f"Step must be 1 or more (got {step})")
-    check_frame_order(frame_start, frame_end)
-    if interpolation not in INTERPOLATIONS:
-        raise ChainError(f"Interpolation must be one of {', '.join(INTERPOLATIONS)}")
+    check_specs(specs)
+    check_frames(frame_start, frame_end, step, interpolation)
     if output not in OUTPUTS:
         raise ChainError(f"Output must be one of {', '.join(OUTPUTS)}")
     if output == "SAMPLES" and step != 1:

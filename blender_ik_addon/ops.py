@@ -8,7 +8,7 @@ import numpy as np
 from mathutils import Matrix, Vector
 
 from . import bake, keys, native_rig, props, runtime, snap
-from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, CouplingReader, GoalMoved,
+from .chain import (ANGLE_TOLERANCE, AXES, BONE_FRAME, ChainError, ChainSpec, CouplingReader, GoalMoved,
                     bone_path, chain_names, check_armature_scale, check_goals_evaluated,
                     check_posable, check_target, enabled_collections, evaluate_now, followed_targets,
                     goal_constraint_targets, goal_label, goal_world, hangs_below, pose_chain,
@@ -560,20 +560,29 @@ def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     props.migrate_legacy(armature)
     props.follow_renames(props.bone_datas(armature), moved=False)
     evaluate_now()
+    if specs is not None:
+        specs = [specs] if isinstance(specs, ChainSpec) else list(specs)  # one ChainSpec is that chain, as for a bake
+        bake.check_specs(specs, "snap")
+        if not specs:
+            raise ChainError(f"No chain of armature '{armature.name}' to snap: describe one (or leave specs out to "
+                             "snap the list's chains)")
     chosen = [] if specs is not None else _chosen_settings(armature, which, names, posing=False)
     snaps, owners = _snaps(armature, chosen, specs, ranged=True)
+    _check_goals_not_live(scene, armature, [spec for spec, _ in snaps], "snap")
     start, end = bake.scene_range(scene)
     start = start if frame_start is None else frame_start
     end = end if frame_end is None else frame_end
-    bake.check_frame_order(start, end)
+    bake.check_frames(start, end, step, interpolation)
     bake.check_frame_limits(scene, start, end, "snap")
-    # A goal another chain reaches for too would move that chain's tip or bend plane with the keys.
+    # A goal another chain reaches for too would move that chain's tip or bend plane with the keys. A chain described
+    # directly (the command line's --target) takes over the list's chains on its bones, as it takes over their rigs.
     snapped = {spec.label for spec, _ in snaps}
+    bones = {name for _, chain in snaps for name in chain.names} if specs is not None else set()
     for owner in [armature] + [obj for obj in scene.objects if obj != armature and obj.type == "ARMATURE"
                                and obj.library is None and len(obj.blender_ik.chains)]:
         for chain_settings in owner.blender_ik.chains:
             spec = props.chain_spec(chain_settings)
-            if owner == armature and spec.label in snapped:
+            if owner == armature and (spec.label in snapped or bones.intersection(_tip(armature, spec.tip_bone) or ())):
                 continue
             for role, obj, bone_name in spec.goals():
                 user = None if obj is None else owners.get((obj.as_pointer(), bone_name))
@@ -1403,11 +1412,11 @@ def _tip(armature, tip_bone):
         return None  # not a chain: the bake refuses it with the reason, Live does not pose it
 
 
-def _check_goals_not_live(scene, armature, specs):
+def _check_goals_not_live(scene, armature, specs, verb="bake"):
     """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones, or follows them through
     constraints or drivers, as chain.order counts them), unless that chain is baked too: Live poses in handlers, which
     a bake pauses, so the bake would follow that chain's keyed pose, and playback, with Live posing it, would show
-    another."""
+    another. ``verb`` 'snap': a range Snap Target of ``specs``, which pauses Live likewise."""
     names = {spec: _tip(armature, spec.tip_bone) for spec in specs}
     baked = {(armature.as_pointer(), chain[2]) for chain in names.values() if chain is not None}
     live = []  # (armature, first bone, chain settings) of every live chain not baked here
@@ -1435,10 +1444,11 @@ def _check_goals_not_live(scene, armature, specs):
                             else f"'{goal_label(obj, bone_name)}', which the chain or its goals follow through a "
                                  "constraint or driver," if role == "followed"
                             else f"{role} '{goal_label(obj, bone_name)}'")
+                    both = "bake both together, or that one first" if verb == "bake" else "bake that one first"
                     raise ChainError(f"The {what} moves with chain '{chain_settings.name or chain_settings.tip_bone}' "
-                                     f"of armature '{owner.name}', which Live poses: a bake follows that chain's "
-                                     "keyed pose, not Live's; bake both together, or that one first (its keys then "
-                                     "pose it), or turn its Live off", spec.label)
+                                     f"of armature '{owner.name}', which Live poses: a {verb} follows that chain's "
+                                     f"keyed pose, not Live's; {both} (its keys then pose it), or turn its Live off",
+                                     spec.label)
 
 
 def _left_following(scene, armature, specs):

@@ -303,9 +303,10 @@ class RangeSnap:
         what = (f"{'target' if len(labels) == 1 else 'goals'} {', '.join(labels)}" if len(labels) <= 3 else
                 f"the goals of {chains} chains")
         count = len(self.frames)
-        done = f"Keyed {what} on frames {frame_span(self.frames[0], self.frames[-1])} ({count} key{'s' * (count > 1)})"
+        done = (f"Keyed {what} on frame{'s' * (count > 1)} {frame_span(self.frames[0], self.frames[-1])} ({count} "
+                f"key{'s' * (count > 1)})")
         if not self.turned:
-            return f"{done}: solving keeps the pose on every frame"
+            return f"{done}: solving keeps the pose{' on every frame' * (count > 1)}"
         notes = [f"chain '{label}': a solve turns the pose on frame {at[0]} ({why})" if len(at) == 1 else
                  f"chain '{label}': a solve turns the pose on frames {compact_frames(at, 40)}, most at frame "
                  f"{worst_frame} ({why})" for label, at, _, worst_frame, why in self.turned]

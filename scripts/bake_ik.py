@@ -493,13 +493,15 @@ def _file_chains(bpy, scene, args, path):
     return found
 
 
-def _in_dependency_order(jobs):
+def _in_dependency_order(jobs, snapping=False):
     """The jobs ``(armature, names, specs)`` with an armature whose chains, targets or poles hang from another
     armature's baked chains, or follow them through constraints or drivers, after that one (a prop rig held in a
-    character's hand): its bake reads the other's pose as keyed, which must be the new keys. Otherwise (and in a loop)
-    as given."""
+    character's hand): its bake reads the other's pose as keyed, which must be the new keys. ``snapping``: a snap moves
+    the other armature's goals instead, not its bones, so what hangs from or follows those goals (a prop's target hung
+    from the hand's target) is snapped after them. Otherwise (and in a loop) as given."""
     from blender_ik_addon.chain import ChainError, CouplingReader, chain_names, followed_targets, hangs_below
     from blender_ik_addon.props import chain_spec, selected_chains
+    from blender_ik_addon.snap import hangs_from
 
     def specs_of(armature, names, specs):
         if specs is not None:
@@ -508,9 +510,10 @@ def _in_dependency_order(jobs):
         return [chain_spec(c) for c in (selected_chains(armature) if names is None else
                                         [c for c in chains if c.name in names])]
 
-    firsts, moved, reader = [], [], CouplingReader()
+    firsts, goals, moved, reader = [], [], [], CouplingReader()
     for armature, names, specs in jobs:
         described = specs_of(armature, names, specs)
+        goals.append([(obj, bone) for spec in described for _, obj, bone in spec.goals() if obj is not None])
         heads = []
         for spec in described:
             try:
@@ -525,6 +528,9 @@ def _in_dependency_order(jobs):
         moved.append(followed_targets(seeds, reader))
 
     def needs(index, other):
+        if snapping:
+            return other != index and any(obj is not None and ((obj, bone) == goal or hangs_from(obj, bone, goal))
+                                          for goal in goals[other] for obj, bone in moved[index])
         return other != index and any(obj is not None and hangs_below(jobs[other][0], head, obj, bone) is not None
                                       for head in firsts[other] for obj, bone in moved[index])
 
@@ -548,7 +554,8 @@ def _jobs(bpy, scene, args, path):
     """The armatures ``args`` name in ``scene`` and their chains: [(armature, chain names or None, specs or None)]."""
     if args.target is not None:
         return [(armature, None, specs) for armature, specs in _cli_chain(bpy, scene, args, path)]
-    return _in_dependency_order([(armature, names, None) for armature, names in _file_chains(bpy, scene, args, path)])
+    return _in_dependency_order([(armature, names, None) for armature, names in _file_chains(bpy, scene, args, path)],
+                                args.snap_targets)
 
 
 def _refused(bpy, scene, path, armature, error):
