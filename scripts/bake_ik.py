@@ -688,7 +688,7 @@ def bake_file(path, output, args):
                      for armature, result in results]
         record = {
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
-            "mode": "snap-targets" if args.snap_targets else "bake", "scene": scene.name, "view_layer": view_layer,
+            "mode": _mode(args), "scene": scene.name, "view_layer": view_layer,
             "frame_start": start, "frame_end": end, "step": args.step,
             "interpolation": args.interpolation or ("bezier" if args.snap_targets else "linear"),
             "frames": len(results[0][1].frames), "summary": "; ".join(summaries),
@@ -715,9 +715,13 @@ def bake_file(path, output, args):
             blender_ik_addon.unregister()
 
 
-def failed_record(path, output, message, began):
+def _mode(args):
+    return "snap-targets" if args.snap_targets else "bake"
+
+
+def failed_record(path, output, message, began, args):
     return {"input": os.path.abspath(path), "output": os.path.abspath(output), "ok": False, "error": message,
-            "seconds": round(time.perf_counter() - began, 4)}
+            "mode": _mode(args), "seconds": round(time.perf_counter() - began, 4)}
 
 
 def run_here(path, output, args):
@@ -725,7 +729,7 @@ def run_here(path, output, args):
     try:
         return bake_file(path, output, args)
     except UserError as error:
-        return failed_record(path, output, str(error), began)
+        return failed_record(path, output, str(error), began, args)
 
 
 # -- Several files: one worker process each ---------------------------------------------------------------
@@ -797,13 +801,13 @@ def run_worker(path, output, args, blender, scratch, workers):
     try:
         check_input(path)  # no process for a file that cannot be baked
     except UserError as error:
-        return failed_record(path, output, str(error), began)
+        return failed_record(path, output, str(error), began, args)
     handle, summary_file = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
     try:  # made here, not by the worker, so that it is removed even if the worker is killed before it could
         temporary = new_temporary(output, suffix=".blend")
     except OSError as error:
-        return failed_record(path, output, f"cannot write {output}: {error.strerror or error}", began)
+        return failed_record(path, output, f"cannot write {output}: {error.strerror or error}", began, args)
     try:
         command = worker_command(path, output, args, summary_file, temporary, blender)
         program = command[0] or f"({'Blender' if blender else 'Python'} does not know its own path)"
@@ -813,9 +817,9 @@ def run_worker(path, output, args, blender, scratch, workers):
             process = workers.start(command)
         except OSError as error:
             return failed_record(path, output, f"{path}: cannot start the baking process {program}: "
-                                               f"{error.strerror or error}", began)
+                                               f"{error.strerror or error}", began, args)
         if process is None:
-            return failed_record(path, output, f"{path}: not baked: the run was interrupted", began)
+            return failed_record(path, output, f"{path}: not baked: the run was interrupted", began, args)
         try:
             _, stderr = process.communicate()
         finally:
@@ -834,7 +838,7 @@ def run_worker(path, output, args, blender, scratch, workers):
     lines = [line for line in stderr.splitlines() if line.strip()]
     detail = f": {lines[-1].strip()}" if lines else ""
     return failed_record(path, output, f"{path}: the baking process failed (status {process.returncode}){detail}",
-                         began)
+                         began, args)
 
 
 def run_parallel(pairs, args, blender, announce):

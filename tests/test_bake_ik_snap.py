@@ -163,12 +163,14 @@ def test_a_refused_snap_saves_nothing(blender, fk):
     """A target whose location is locked cannot follow the hand: one error line naming it, no file written, the
     input unchanged."""
     before = digest(fk.folder / "locked.blend")
-    done = fk.run("locked.blend", "--snap-targets")
+    done = fk.run("locked.blend", "--snap-targets", "--report", fk.scratch / "report.json")
     assert done.returncode == 1
     assert done.stderr.startswith("bake_ik.py: error: locked.blend: armature 'Arm': ")
     assert "'Target'" in done.stderr and "lock" in done.stderr.lower() and done.stderr.count("\n") == 1, done.stderr
     assert digest(fk.folder / "locked.blend") == before
     assert not (fk.folder / "locked_snapped.blend").exists()
+    record = json.loads((fk.scratch / "report.json").read_text())["files"][0]
+    assert (record["ok"], record["mode"]) == (False, "snap-targets") and "'Target'" in record["error"]
 
 
 @pytest.mark.parametrize("interpolation", [None, "bezier", "constant"])
