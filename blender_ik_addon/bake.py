@@ -613,8 +613,8 @@ def bake_chains(scene, armature, specs, frame_start, frame_end, step=1, interpol
     return BakeResult(frames, baked, direct, reasons, time.perf_counter() - began, output=output)
 
 
-def scene_range(scene):
-    """The preview range when it is on, else the scene's range."""
-    if scene.use_preview_range:
-        return scene.frame_preview_start, scene.frame_preview_end
-    return scene.frame_start, scene.frame_end
+def scene_range(scene, frame_start=None, frame_end=None):
+    """The preview range when it is on, else the scene's range; ``frame_start`` and ``frame_end`` where given."""
+    start, end = ((scene.frame_preview_start, scene.frame_preview_end) if scene.use_preview_range else
+                  (scene.frame_start, scene.frame_end))
+    return start if frame_start is None else frame_start, end if frame_end is None else frame_end

@@ -502,18 +502,14 @@ def _chosen_settings(armature, which, names=None, posing=True):
 
 
 def _snaps(armature, chosen, specs=None, ranged=False):
-    """The chains to snap, ``[(spec, chain)]``, and their goals' users ``{(object pointer, bone name): (chain label,
-    role)}``: the settings ``chosen``, or chains described directly (``specs``; the list's chains on their bones
-    decide whether a rig is built). Over a range a Pole chain's pole is snapped too. Refused (ChainError) where a chain
+    """The chains to snap, ``[(spec, chain)]``, their goals' users ``{(object pointer, bone name): (chain label,
+    role)}``, and the list's chains they are: the settings ``chosen``, or chains described directly (``specs``), which
+    take over the list's chains on their bones (whose rigs decide whether a rig is built). Over a range a Pole chain's pole is snapped too. Refused (ChainError) where a chain
     has a built rig, a goal cannot be moved, or two chains share one."""
-    rigged = chosen
+    taken = chosen if specs is None else _listed_on(armature, specs)
     if specs is None:
         specs = [props.chain_spec(chain_settings) for chain_settings in chosen]
-    else:
-        bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
-        rigged = [chain_settings for chain_settings in armature.blender_ik.chains
-                  if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
-    built = [c.name for c in rigged if rig_state(armature, c) in ("BUILT", "STALE")]
+    built = [c.name for c in taken if rig_state(armature, c) in ("BUILT", "STALE")]
     if built:
         raise ChainError(f"Chain{'s' if len(built) > 1 else ''} {', '.join(map(repr, built))} "
                          f"{'have' if len(built) > 1 else 'has'} a built rig, which poses the chain from its "
@@ -543,7 +539,7 @@ def _snaps(armature, chosen, specs=None, ranged=False):
             if problem is not None:
                 raise ChainError(problem, spec.label)
         snaps.append((spec, chain))
-    return snaps, owners
+    return snaps, owners, taken
 
 
 def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None, step=1, interpolation="BEZIER",
@@ -567,23 +563,19 @@ def snap_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
             raise ChainError(f"No chain of armature '{armature.name}' to snap: describe one (or leave specs out to "
                              "snap the list's chains)")
     chosen = [] if specs is not None else _chosen_settings(armature, which, names, posing=False)
-    snaps, owners = _snaps(armature, chosen, specs, ranged=True)
+    snaps, owners, taken = _snaps(armature, chosen, specs, ranged=True)
     _check_goals_not_live(scene, armature, [spec for spec, _ in snaps], "snap")
-    start, end = bake.scene_range(scene)
-    start = start if frame_start is None else frame_start
-    end = end if frame_end is None else frame_end
+    start, end = bake.scene_range(scene, frame_start, frame_end)
     bake.check_frames(start, end, step, interpolation)
     bake.check_frame_limits(scene, start, end, "snap")
     # A goal another chain reaches for too would move that chain's tip or bend plane with the keys. A chain described
     # directly (the command line's --target) takes over the list's chains on its bones, as it takes over their rigs.
-    snapped = {spec.label for spec, _ in snaps}
-    bones = {name for _, chain in snaps for name in chain.names} if specs is not None else set()
     for owner in [armature] + [obj for obj in scene.objects if obj != armature and obj.type == "ARMATURE"
                                and obj.library is None and len(obj.blender_ik.chains)]:
         for chain_settings in owner.blender_ik.chains:
-            spec = props.chain_spec(chain_settings)
-            if owner == armature and (spec.label in snapped or bones.intersection(_tip(armature, spec.tip_bone) or ())):
+            if owner == armature and chain_settings in taken:
                 continue
+            spec = props.chain_spec(chain_settings)
             for role, obj, bone_name in spec.goals():
                 user = None if obj is None else owners.get((obj.as_pointer(), bone_name))
                 if user is not None:
@@ -647,7 +639,7 @@ class BLENDER_IK_OT_snap_target(_ArmatureOperator, _FrameRange, bpy.types.Operat
             self.report({"WARNING" if result.turned else "INFO"}, result.summary())
             return {"FINISHED"}
         evaluate_now()
-        snaps, _ = _snaps(armature, _chain_settings(armature, self.chains, posing=False))
+        snaps, _, _ = _snaps(armature, _chain_settings(armature, self.chains, posing=False))
         before = [snap.saved_channels(snap.goal_owner(spec.target, spec.target_bone)) for spec, _ in snaps]
         solves = []
         with runtime.paused():  # Live solves from the snapped target after the operator, not halfway through it
@@ -1412,6 +1404,14 @@ def _tip(armature, tip_bone):
         return None  # not a chain: the bake refuses it with the reason, Live does not pose it
 
 
+def _listed_on(armature, specs):
+    """The list's chains that share bones with the chains ``specs`` describes directly (the command line's --target):
+    those take them over, their rigs and their goals."""
+    bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
+    return [chain_settings for chain_settings in armature.blender_ik.chains
+            if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
+
+
 def _check_goals_not_live(scene, armature, specs, verb="bake"):
     """Refuse a chain, target or pole that a live chain moves (it hangs from that chain's bones, or follows them through
     constraints or drivers, as chain.order counts them), unless that chain is baked too: Live poses in handlers, which
@@ -1492,9 +1492,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     bake.check_scene(scene)
     props.migrate_legacy(armature)
     props.follow_renames(props.bone_datas(armature), moved=False)
-    start, end = bake.scene_range(scene)
-    start = start if frame_start is None else frame_start
-    end = end if frame_end is None else frame_end
+    start, end = bake.scene_range(scene, frame_start, frame_end)
     chosen = []
     if specs is None:
         chosen = _chosen_settings(armature, which, names)
@@ -1502,11 +1500,7 @@ def bake_armature(scene, armature, which="ALL", frame_start=None, frame_end=None
     _check_goals_not_live(scene, armature, specs)
     # A chain with a built rig bakes the same pose: the rig is muted so the keys show, and stays muted. Chains described
     # directly (the command line's --target) take over the rigs of the list's chains on their bones the same way.
-    rigged = chosen
-    if not chosen:
-        bones = {name for spec in specs for name in _tip(armature, spec.tip_bone) or ()}
-        rigged = [chain_settings for chain_settings in armature.blender_ik.chains
-                  if bones.intersection(_tip(armature, chain_settings.tip_bone) or ())]
+    rigged = chosen or _listed_on(armature, specs)
     # Live must not pose a chain while its rig is muted here: a refused bake would leave its channels changed.
     with runtime.paused(), _MutedRigs(armature, rigged) as muted:
         result = bake.bake_chains(scene, armature, specs, start, end, step, interpolation, progress, allow_shared,
