@@ -1050,14 +1050,11 @@ class BLENDER_IK_OT_place_pole(_ArmatureOperator, bpy.types.Operator):
         if chain_settings is None:
             raise ChainError("There is no chain to place a pole for")
         chain = _read_own_chain(armature, chain_settings)
-        heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
         world = np.array(armature.matrix_world)
-        length = chain.floats.size
-        pole_point = heads[0] + snap.pole_offset(chain, heads, length)
-        matrix = Matrix.Translation(tuple(world[:3, :3] @ pole_point + world[:3, 3]))
+        matrix = Matrix.Translation(tuple(world[:3, :3] @ snap.pole_point(chain) + world[:3, 3]))
         pole = chain_settings.pole
         if not _movable_pole(armature, chain_settings, pole):
-            size = length * armature.matrix_world.median_scale * 0.1
+            size = chain.floats.size * armature.matrix_world.median_scale * 0.1
             pole = new_empty(context, f"{chain.names[2]}_pole", matrix, size, "SPHERE")
         else:  # move the existing pole object, keeping its rotation and scale
             moved = pole.matrix_world.copy()

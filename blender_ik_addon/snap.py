@@ -181,10 +181,12 @@ def held_by_keys(obj, bone_name, frame=None):
                for fcurve, where in keys.played_channels(obj, goal_channels(obj, bone_name)))
 
 
-def pole_offset(chain, heads, length):
-    """From the chain's base, where a pole keeps the current bend plane and side: the middle joint pushed out
-    from the base→wrist line to about the chain's length (for a straight chain, toward the side it would bend
-    to as posed now)."""
+def pole_point(chain):
+    """Where Place Pole puts a pole, armature space: where it keeps the current bend plane and side, the middle joint
+    pushed out from the base→wrist line to about the chain's length (for a straight chain, toward the side it would
+    bend to as posed now)."""
+    heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
+    length = chain.floats.size
     axis = heads[2] - heads[0]
     axis_length = np.linalg.norm(axis)
     if axis_length > 1e-9 * length:
@@ -200,7 +202,7 @@ def pole_offset(chain, heads, length):
         normal = first_rotation @ chain.rest_normals[0]
         side = np.cross(normal, axis)
     side /= np.linalg.norm(side)
-    return axis * np.dot(middle, axis) + side * length
+    return heads[0] + axis * np.dot(middle, axis) + side * length
 
 
 # What a range snap keys on an object goal goes in this group, as Blender's own keying of an object's transforms.
@@ -260,10 +262,8 @@ def range_problems(scene, goals):
 
 def _pole_world(armature, chain, world):
     """Where Place Pole puts a pole whose world matrix is ``world`` for the chain as posed now: moved, not turned."""
-    heads = np.array([tuple(pose_bone.head) for pose_bone in chain.pose_bones])
-    point = heads[0] + pole_offset(chain, heads, chain.floats.size)
     moved = world.copy()
-    moved.translation = armature.matrix_world @ Vector(point.tolist())
+    moved.translation = armature.matrix_world @ Vector(pole_point(chain).tolist())
     return moved
 
 
