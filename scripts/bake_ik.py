@@ -572,48 +572,43 @@ def _frame_range(scene, args):
             scene.frame_end if args.end is None else args.end)
 
 
-def _bake_scene(bpy, scene, args, path):
-    """Bake the chains ``args`` name in ``scene``: (start, end, [(armature, BakeResult)])."""
+def _interpolation(args):
+    """The new keys' interpolation: --interpolation's, else a bake's Linear (the Bake button's) or a snap's Bezier
+    (Blender's keying's)."""
+    return args.interpolation or ("bezier" if args.snap_targets else "linear")
+
+
+def _run_scene(bpy, scene, args, path):
+    """Bake the chains ``args`` name in ``scene``, or with --snap-targets key their goals to follow the bones:
+    (start, end, [(armature, bake.BakeResult or snap.RangeSnap)], seconds). Each armature's bake or snap checks
+    everything before it changes anything; a refusal after another armature's leaves that one done, and the file
+    is not saved."""
     from blender_ik_addon import ops
     from blender_ik_addon.chain import ChainError
 
     jobs = _jobs(bpy, scene, args, path)
     start, end = _frame_range(scene, args)
-    results = []
-    for armature, names, specs in jobs:
-        try:  # the bake validates the range and every chain before it changes anything
-            results.append((armature, ops.bake_armature(scene, armature, "ALL", start, end, args.step,
-                                                         (args.interpolation or "linear").upper(), names=names,
-                                                         specs=specs, output=args.bake_output.upper(),
-                                                         allow_shared=args.shared_action)))
-        except ChainError as error:
-            raise _refused(bpy, scene, path, armature, error) from None
-    # A chain of another armature that follows a baked one is named by that bake unless this run baked it too (after
-    # it: _in_dependency_order).
-    baked = {(armature.name, chain.name) for armature, result in results for chain in result.chains}
-    for _, result in results:
-        result.left_following = [(owner, name) for owner, name in result.left_following
-                                 if owner is None or (owner, name) not in baked]
-    return start, end, results
-
-
-def _snap_scene(bpy, scene, args, path):
-    """Key the goals of the chains ``args`` name in ``scene`` to follow the bones: (start, end, [(armature,
-    snap.RangeSnap)], seconds). A refusal (every check is made before anything changes) leaves the armatures snapped
-    before it snapped: the file is not saved."""
-    from blender_ik_addon import ops
-    from blender_ik_addon.chain import ChainError
-
-    jobs = _jobs(bpy, scene, args, path)
-    start, end = _frame_range(scene, args)
+    interpolation = _interpolation(args).upper()
     results, began = [], time.perf_counter()
     for armature, names, specs in jobs:
         try:
-            results.append((armature, ops.snap_armature(scene, armature, "ALL", start, end, args.step,
-                                                        (args.interpolation or "bezier").upper(), names=names,
-                                                        specs=specs)))
+            if args.snap_targets:
+                result = ops.snap_armature(scene, armature, "ALL", start, end, args.step, interpolation, names=names,
+                                           specs=specs)
+            else:
+                result = ops.bake_armature(scene, armature, "ALL", start, end, args.step, interpolation, names=names,
+                                           specs=specs, output=args.bake_output.upper(),
+                                           allow_shared=args.shared_action)
         except ChainError as error:
             raise _refused(bpy, scene, path, armature, error) from None
+        results.append((armature, result))
+    if not args.snap_targets:
+        # A chain of another armature that follows a baked one is named by that bake unless this run baked it too
+        # (after it: _in_dependency_order).
+        baked = {(armature.name, chain.name) for armature, result in results for chain in result.chains}
+        for _, result in results:
+            result.left_following = [(owner, name) for owner, name in result.left_following
+                                     if owner is None or (owner, name) not in baked]
     return start, end, results, time.perf_counter() - began
 
 
@@ -677,10 +672,7 @@ def bake_file(path, output, args):
         props.migrate_all()  # a file saved by 0.1 holds its chain in the old place
         _leave_edit_mode(bpy)
         with _showing(bpy, args.scene, args.view_layer, path) as scene:
-            if args.snap_targets:
-                start, end, results, seconds = _snap_scene(bpy, scene, args, path)
-            else:
-                start, end, results = _bake_scene(bpy, scene, args, path)
+            start, end, results, seconds = _run_scene(bpy, scene, args, path)
             view_layer = bpy.context.view_layer.name
         check_interrupted()
         _save_copy(bpy, os.path.abspath(output), args.save_via)
@@ -690,7 +682,7 @@ def bake_file(path, output, args):
             "input": os.path.abspath(path), "output": os.path.abspath(output), "ok": True, "error": None,
             "mode": _mode(args), "scene": scene.name, "view_layer": view_layer,
             "frame_start": start, "frame_end": end, "step": args.step,
-            "interpolation": args.interpolation or ("bezier" if args.snap_targets else "linear"),
+            "interpolation": _interpolation(args),
             "frames": len(results[0][1].frames), "summary": "; ".join(summaries),
             "warnings": [f"{path}: {newer}: Blender warns that what it cannot read is lost, so the "
                          f"{'snapped' if args.snap_targets else 'baked'} file may lack it; "
